@@ -1,0 +1,58 @@
+"""The one exception tree of dse.
+
+Every mistake a user can make ends in a :class:`DseError` whose message names
+where it happened (file, line, key) and what was expected. The CLI turns it
+into one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class DseError(Exception):
+    """Root of every error dse raises on purpose."""
+
+
+class SpecError(DseError):
+    """A YAML file, a command-line value or an API argument is wrong.
+
+    ``problems`` holds every problem found (validation reports all at once);
+    ``str(err)`` lists them one per line.
+    """
+
+    def __init__(self, problems: str | list[str]):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class UnitError(SpecError):
+    """A quantity has no unit, an unknown unit, or the wrong dimension."""
+
+
+class InfeasibleError(DseError):
+    """No design point satisfies the constraints."""
+
+
+class SolverError(DseError):
+    """A solver could not produce an answer (status, budget, empty space)."""
+
+
+def did_you_mean(name: str, choices) -> str:
+    """' (did you mean 'x'?)' for the closest of ``choices``, or '' if none is close."""
+    import difflib
+
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    if not close:
+        low = {c.lower(): c for c in choices}
+        close = difflib.get_close_matches(str(name).lower(), list(low), n=1, cutoff=0.6)
+        close = [low[c] for c in close]
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def unknown_name(kind: str, name: str, choices) -> str:
+    """Message for an unknown name: what was given, the closest match, the valid ones."""
+    choices = sorted(str(c) for c in choices)
+    listed = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ..."
+    return f"unknown {kind} '{name}'{did_you_mean(name, choices)}; known: {listed}"
