@@ -1,0 +1,28 @@
+# Two commands (see README): `make run` runs the default study end to end,
+# `make test` runs the tests. Both create .venv and install dse on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+STUDY ?= studies/qwen3-8b-decode-chip.yaml
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/dse run $(STUDY)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_evaluate.py
+	$(BIN)/python benchmarks/bench_search.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

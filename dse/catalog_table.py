@@ -1,0 +1,99 @@
+"""Tables of chips for people: `dse catalog` and `dse show`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dse.hardware import ChipSpec, catalog, load_chip
+from dse.units import format_quantity
+
+
+def _peak(spec: ChipSpec, fmt: str) -> float:
+    return spec.peak_flops(fmt) if fmt in spec.matrix.flops_per_cycle else float("nan")
+
+
+def catalog_frame() -> pd.DataFrame:
+    """One row per catalog chip, SI units in the column names."""
+    rows = []
+    for s in catalog():
+        fp8 = max((_peak(s, f) for f in ("fp8_e4m3", "int8") if f in s.matrix.flops_per_cycle), default=float("nan"))
+        rows.append({
+            "chip": s.name,
+            "title": s.title or "",
+            "process": s.process,
+            "dies": s.dies,
+            "units": s.total_units,
+            "clock_hz": s.clock,
+            "bf16_flop_per_s": _peak(s, "bf16") if "bf16" in s.matrix.flops_per_cycle else _peak(s, "fp16"),
+            "fp8_flop_per_s": fp8,
+            "memory": s.memory_kind + (f" {s.hbm.generation} x{s.hbm.stacks}" if s.hbm else ""),
+            "bandwidth_bytes_per_s": s.memory_bandwidth,
+            "capacity_bytes": s.memory_capacity,
+            "tdp_w": s.tdp if s.tdp else float("nan"),
+            "balance_flop_per_byte": (_peak(s, "bf16") if "bf16" in s.matrix.flops_per_cycle else _peak(s, "fp16"))
+            / s.memory_bandwidth,
+        })
+    return pd.DataFrame(rows)
+
+
+_HUMAN = {
+    "clock_hz": "frequency", "bf16_flop_per_s": "flop_rate", "fp8_flop_per_s": "flop_rate",
+    "bandwidth_bytes_per_s": "bandwidth", "capacity_bytes": "bytes", "tdp_w": "power",
+}
+
+
+def render(df: pd.DataFrame, fmt: str = "text") -> str:
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    shown = df.copy()
+    for col, dim in _HUMAN.items():
+        if col in shown:
+            shown[col] = [format_quantity(v, dim, 4) if v == v else "-" for v in shown[col]]
+    shown["balance_flop_per_byte"] = [f"{v:.0f}" for v in shown["balance_flop_per_byte"]]
+    shown = shown.rename(columns={
+        "clock_hz": "clock", "bf16_flop_per_s": "BF16 peak", "fp8_flop_per_s": "FP8/INT8 peak",
+        "bandwidth_bytes_per_s": "bandwidth", "capacity_bytes": "capacity", "tdp_w": "TDP",
+        "balance_flop_per_byte": "FLOP/B",
+    }).drop(columns=["title"])
+    if fmt == "markdown":
+        head = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
+        return head + "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in shown.itertuples(index=False))
+    return shown.to_string(index=False)
+
+
+def show(name: str) -> str:
+    """Every derived figure of one chip, with the inputs it comes from."""
+    s = load_chip(name)
+    lines = [f"{s.name}: {s.title or ''}".rstrip(), f"  source: {s.source or '-'}"]
+    lines.append(f"  process {s.process}, {s.dies} die(s) x {s.units} units = {s.total_units} units, "
+                 f"clock {format_quantity(s.clock, 'frequency')}, TDP {format_quantity(s.tdp, 'power') if s.tdp else '-'}")
+    lines.append("  matrix peak (units x FLOP/cycle x clock):")
+    for fmt, fpc in sorted(s.matrix.flops_per_cycle.items()):
+        lines.append(f"    {fmt:10s} {fpc:8g} FLOP/cycle/unit -> {format_quantity(s.peak_flops(fmt), 'flop_rate')}")
+    it = s.matrix.instruction
+    lines.append(f"  instruction tile {it.m} x {it.n} x {it.k}")
+    if s.vector:
+        lines.append(f"  vector {s.vector.flops_per_cycle:g} FLOP/cycle/unit "
+                     f"({format_quantity(s.total_units * s.vector.flops_per_cycle * s.clock, 'flop_rate')}), "
+                     f"exp {s.vector.exp_per_cycle:g}/cycle/unit")
+    lines.append(f"  local buffer {format_quantity(s.local_buffer, 'bytes')}/unit, registers "
+                 f"{format_quantity(s.register_file, 'bytes')}/unit, L2 {format_quantity(s.l2, 'bytes')}/die")
+    if s.hbm:
+        h = s.hbm
+        lines.append(f"  HBM {h.generation}: {h.stacks} stacks x {h.pins_per_stack} pins x "
+                     f"{h.pin_rate * 8 / 1e9:g} Gb/s / 8 = {format_quantity(h.stack_bandwidth, 'bandwidth')}/stack")
+        lines.append(f"    stack capacity {format_quantity(h.stack_capacity, 'bytes')}, raw "
+                     f"{format_quantity(s.raw_memory_capacity, 'bytes')}, enabled {format_quantity(s.memory_capacity, 'bytes')}")
+    lines.append(f"  memory: {s.memory_kind}, {format_quantity(s.memory_bandwidth, 'bandwidth')}, "
+                 f"{format_quantity(s.memory_capacity, 'bytes')}")
+    for fmt in ("bf16", "fp8_e4m3"):
+        if fmt in s.matrix.flops_per_cycle:
+            lines.append(f"  machine balance {fmt}: {s.machine_balance(fmt):.1f} FLOP/byte")
+    for lname in ("die_to_die", "host", "scale_up"):
+        link = getattr(s.links, lname)
+        if link:
+            lines.append(f"  link {lname}: {format_quantity(link.rate, 'bandwidth')} per direction x {link.peers} "
+                         f"peer(s), alpha {format_quantity(link.alpha, 'time')}")
+    if s.reference.die_area:
+        lines.append(f"  published die area {s.reference.die_area:g} mm^2")
+    return "\n".join(lines)

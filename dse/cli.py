@@ -1,0 +1,97 @@
+"""The `dse` command: argument parsing and printing only; the logic lives elsewhere.
+
+Every user mistake ends as one clear message on stderr and exit code 2;
+an interrupt exits 130 after the work done so far is safe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dse.errors import DseError
+
+EXIT_USER_ERROR = 2
+
+
+def _cmd_catalog(args) -> int:
+    from dse import catalog_table
+
+    df = catalog_table.catalog_frame()
+    print(catalog_table.render(df, fmt=args.format))
+    return 0
+
+
+def _cmd_show(args) -> int:
+    from dse import catalog_table
+
+    print(catalog_table.show(args.chip))
+    return 0
+
+
+def _cmd_validate(args) -> int:
+    from dse import validation
+
+    for path in args.files:
+        kind = validation.validate_file(path)
+        print(f"{path}: valid {kind}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dse", description="Design-space explorer for AI accelerators.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    c = sub.add_parser("catalog", help="table of the catalog chips (peaks, bandwidth, capacity, TDP)")
+    c.add_argument("--format", choices=["text", "markdown", "csv"], default="text")
+    c.set_defaults(func=_cmd_catalog)
+
+    s = sub.add_parser("show", help="every derived figure of one chip")
+    s.add_argument("chip", help="catalog name (see `dse catalog`) or a chip YAML file")
+    s.set_defaults(func=_cmd_show)
+
+    v = sub.add_parser("validate", help="check YAML files (chip, workload, study, what-if) and report every problem")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(func=_cmd_validate)
+
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return p
+
+
+# Other modules add their sub-commands here (kept as a list so cli.py holds no logic).
+_EXTRA_COMMANDS: list = []
+
+
+def _load_extra_commands() -> None:
+    import importlib
+
+    for mod in ("dse.cli_eval", "dse.cli_study", "dse.cli_whatif", "dse.cli_calibrate"):
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name == mod:
+                continue
+            raise
+        _EXTRA_COMMANDS.append(m.register)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _load_extra_commands()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DseError as e:
+        print(f"dse: error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("dse: interrupted; completed work is saved", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

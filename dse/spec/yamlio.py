@@ -1,0 +1,159 @@
+"""YAML in, with line numbers kept: the first step of every spec.
+
+``load_yaml`` reads with PyYAML's *safe* loader only, and returns plain dicts
+and lists (``LocDict``/``LocList``) that remember where each key and item was
+written, so a later validation error can say ``study.yaml:12:5 hbm.stacks``.
+Duplicate keys, which PyYAML silently overwrites, are errors here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from dse.errors import SpecError
+
+Loc = tuple[int, int]  # 1-based line, column
+
+
+class LocDict(dict):
+    """A dict that remembers where it and each of its keys and values were written."""
+
+    file: str = "<string>"
+    loc: Loc = (1, 1)
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.key_locs: dict = {}
+        self.value_locs: dict = {}
+
+
+class LocList(list):
+    file: str = "<string>"
+    loc: Loc = (1, 1)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.item_locs: list[Loc] = []
+
+
+def _mark(node) -> Loc:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that builds LocDict/LocList and rejects duplicate keys."""
+
+    def __init__(self, stream, file: str):
+        super().__init__(stream)
+        self.file = file
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode):
+    loader.flatten_mapping(node)
+    out = LocDict()
+    out.file, out.loc = loader.file, _mark(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            line, col = _mark(key_node)
+            raise SpecError(f"{loader.file}:{line}:{col}: a mapping key must be a scalar, got {type(key).__name__}")
+        if key in out:
+            line, col = _mark(key_node)
+            first = out.key_locs[key][0]
+            raise SpecError(f"{loader.file}:{line}:{col} {key}: duplicate key (first written at line {first})")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_locs[key] = _mark(key_node)
+        out.value_locs[key] = _mark(value_node)
+    return out
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode):
+    out = LocList(loader.construct_object(child, deep=True) for child in node.value)
+    out.file, out.loc = loader.file, _mark(node)
+    out.item_locs = [_mark(child) for child in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml_text(text: str, file: str = "<string>"):
+    """Parse YAML text; errors name the file, line and column."""
+    try:
+        loader = _Loader(text, file)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except SpecError:
+        raise
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        what = " ".join(x for x in (e.context, e.problem) if x)
+        raise SpecError(f"{where}: malformed YAML: {what}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{file}: malformed YAML: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{file}: YAML nested too deeply") from None
+    if data is None:
+        raise SpecError(f"{file}:1:1: the file is empty; expected a YAML mapping")
+    return data
+
+
+def load_yaml(path) -> object:
+    """Read and parse a YAML file (UTF-8). Errors name the file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: not valid UTF-8 text (byte {e.start})") from None
+    return load_yaml_text(text, str(path))
+
+
+def locate(root, path) -> tuple[str, Loc]:
+    """File and (line, col) of the deepest part of ``path`` that exists in ``root``."""
+    file = getattr(root, "file", "<input>")
+    loc = getattr(root, "loc", (1, 1))
+    node = root
+    for part in path:
+        if isinstance(node, LocDict) and part in node:
+            loc = node.value_locs.get(part, loc)
+            node = node[part]
+        elif isinstance(node, LocList) and isinstance(part, int) and 0 <= part < len(node):
+            loc = node.item_locs[part]
+            node = node[part]
+        else:
+            break
+        file = getattr(node, "file", file)
+    return file, loc
+
+
+def key_loc(root, path) -> tuple[str, Loc]:
+    """Location of the *key* at the end of ``path`` (for unknown or duplicate keys)."""
+    if not path:
+        return locate(root, path)
+    file, loc = locate(root, path[:-1])
+    parent = root
+    for part in path[:-1]:
+        try:
+            parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            return file, loc
+    if isinstance(parent, LocDict) and path[-1] in parent.key_locs:
+        return getattr(parent, "file", file), parent.key_locs[path[-1]]
+    return file, loc
