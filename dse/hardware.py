@@ -202,6 +202,15 @@ class PowerSpec(Record):
     source: str | None = None
 
 
+class MemorySystem(Record):
+    """In-flight transactions cap the usable bandwidth: R_eff <= N_o s / L (seed 004 §4.3.3, Little's law)."""
+
+    latency: TimeOrZero = Field(0.0, description="load-to-use latency of the main memory, e.g. '500 ns'")
+    outstanding: CountOrZero = Field(0, description="transactions the chip can keep in flight (0: no cap)")
+    transaction: Bytes = Field(128.0, description="bytes per transaction")
+    source: str | None = None
+
+
 class Calibration(Record):
     """Knobs fitted to measurements; the default is the ideal bound (seed 004 §4.8.3)."""
 
@@ -241,6 +250,7 @@ class ChipSpec(Record):
     hbm: Hbm | None = None
     dram: Dram | None = None
     sram: SramMemory | None = None
+    memory_system: MemorySystem = MemorySystem()
     links: Links = Links()
     energy: Energy = Energy()
     power: PowerSpec = PowerSpec()

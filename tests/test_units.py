@@ -1,0 +1,73 @@
+"""Units at the boundary (dse.units). Expected values are the unit definitions
+themselves: SI prefixes (1e3 steps), IEC prefixes (2**10 steps), 1 bit = 1/8 byte."""
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from dse.errors import UnitError
+from dse.units import format_quantity, parse_quantity
+
+
+@pytest.mark.parametrize("text, dim, expected", [
+    ("3.35 TB/s", "bandwidth", 3.35e12),
+    ("80 GB", "bytes", 80e9),
+    ("36 GiB", "bytes", 36 * 2**30),
+    ("700 W", "power", 700.0),
+    ("1.83 GHz", "frequency", 1.83e9),
+    ("814 mm^2", "area", 814.0),
+    ("814 mm²", "area", 814.0),
+    ("5.24 Gb/s", "bandwidth", 5.24e9 / 8),
+    ("3.9 pJ/bit", "energy_per_byte", 3.9e-12 * 8),
+    ("2 us", "time", 2e-6),
+    ("2 µs", "time", 2e-6),
+    ("500 ns", "time", 500e-9),
+    ("128 KiB", "bytes", 131072),
+    ("989.4 TFLOP/s", "flop_rate", 989.4e12),
+    ("0.1 /cm^2", "defect_density", 0.1 / 100),
+    ("26 mm", "length", 26.0),
+    ("1.2 TB/s", "bandwidth", 1.2e12),
+    ("15 %", "dimensionless", 0.15),
+    ("1_000 B", "bytes", 1000.0),
+])
+def test_parse(text, dim, expected):
+    assert parse_quantity(text, dim) == pytest.approx(expected, rel=1e-12)
+
+
+def test_gb_is_not_gib_and_gb_is_not_gbit():
+    assert parse_quantity("1 GB", "bytes") == 1e9
+    assert parse_quantity("1 GiB", "bytes") == 2**30
+    assert parse_quantity("8 Gb", "bytes") == 1e9
+
+
+@pytest.mark.parametrize("value, dim, words", [
+    ("80", "bytes", "with a unit"),
+    (80, "bytes", "bare number"),
+    ("80 GB", "bandwidth", "bandwidth"),
+    ("3 parsecs", "time", "unknown unit 'parsecs'"),
+    ("fast", "bandwidth", "expected a bandwidth quantity"),
+    (True, "bytes", "expected a bytes quantity"),
+    ([1, 2], "bytes", "list"),
+    ("1e999 GB", "bytes", "finite"),
+])
+def test_errors_say_what_was_expected(value, dim, words):
+    with pytest.raises(UnitError) as e:
+        parse_quantity(value, dim)
+    assert words in str(e.value)
+
+
+def test_dimensionless_accepts_bare_numbers():
+    assert parse_quantity(0.5, "dimensionless") == 0.5
+
+
+@given(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False), st.sampled_from(["", "k", "M", "G", "T"]))
+def test_prefix_scaling_property(x, prefix):
+    factor = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[prefix]
+    got = parse_quantity(f"{x!r} {prefix}B", "bytes")
+    assert math.isclose(got, x * factor, rel_tol=1e-12)
+
+
+def test_format_quantity_round_trips():
+    assert format_quantity(3.35e12, "bandwidth") == "3.35 TB/s"
+    assert parse_quantity(format_quantity(80e9, "bytes"), "bytes") == 80e9
