@@ -59,10 +59,15 @@ class OpTable:
     eb: np.ndarray
     ec: np.ndarray
     is_gemm: np.ndarray
+    on_chip_a: np.ndarray  # operand A / output C stay on chip (fused attention: scores, probabilities)
+    on_chip_c: np.ndarray
+    causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
 
 
 @functools.lru_cache(maxsize=128)
-def op_table(workload) -> OpTable:
+def op_table(workload, fused: bool = True) -> OpTable:
+    """Operator arrays; ``fused``: attention scores and probabilities stay on chip (FlashAttention-style
+    kernels, seed 004 §4.4.3 direct handoff), so QK output, softmax and PV input cost no memory traffic."""
     ops = workload.ops
 
     def arr(attr, default=0.0):
@@ -82,18 +87,32 @@ def op_table(workload) -> OpTable:
         vector_flops=arr("vector_flops"), exps=arr("exps"),
         ea=arr("elem_bytes_a", 2.0), eb=arr("elem_bytes_b", 2.0), ec=arr("elem_bytes_c", 2.0),
         is_gemm=(m > 0) & (n > 0) & (k > 0),
+        on_chip_a=np.array([fused and o.kind in ("attention_pv", "softmax") for o in ops]),
+        on_chip_c=np.array([fused and o.kind in ("attention_qk", "softmax") for o in ops]),
+        causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
     )
 
 
-def _rate_format(chips: Chips, fmt: str) -> str:
-    """The format the matrix unit runs ``fmt`` on: itself, else the next wider one it has."""
-    if fmt in chips.formats:
-        return fmt
-    start = _WIDER.index(fmt) if fmt in _WIDER else 0
-    for f in _WIDER[start:]:
-        if f in chips.formats:
-            return f
-    return chips.formats[-1]
+def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit and J/FLOP each point runs ``fmt`` at: its own rate, else the next wider format it has.
+
+    (Weights stored in FP8 on a chip without FP8 matrix instructions are
+    up-converted and multiplied in BF16, seed 004 §4.2.4.)
+    """
+    chain = [fmt] + (_WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []) + list(reversed(_WIDER))
+    rate = np.zeros(chips.n)
+    energy = np.zeros(chips.n)
+    done = np.zeros(chips.n, dtype=bool)
+    for f in chain:
+        fp = chips.flops_per_cycle(f)
+        ok = ~done & (fp > 0)
+        if ok.any():
+            rate[ok] = fp[ok]
+            energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
+            done |= ok
+        if done.all():
+            break
+    return rate, energy
 
 
 def default_tiles(chips: Chips, ops: OpTable):
@@ -124,23 +143,24 @@ def default_tiles(chips: Chips, ops: OpTable):
     return tm, tn, tk, split
 
 
-def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False) -> dict[str, np.ndarray]:
+def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
+                    fused_attention: bool = True) -> dict[str, np.ndarray]:
     """Metrics as (N,) arrays (the fast path solvers use). See module docstring."""
-    ops = op_table(workload)
+    ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
     clock = chips["clock"][:, None]
     units = chips.total_units[:, None]
     ceff = chips.get("calibration.compute_efficiency", 1.0)[:, None]
     beff = chips.get("calibration.bandwidth_efficiency", 1.0)[:, None]
 
-    # ---- matrix rate per (point, op): format fall-back to what the chip runs
-    fpc = np.empty((N, O))
-    e_flop = np.empty((N, O))
+    # ---- matrix rate per (point, op): a format the chip lacks runs on its next wider format
+    fpc = np.zeros((N, O))
+    e_flop = np.zeros((N, O))
     for fmt in set(ops.formats):
         cols = [i for i, f in enumerate(ops.formats) if f == fmt]
-        run = _rate_format(chips, fmt)
-        fpc[:, cols] = chips.flops_per_cycle(run)[:, None]
-        e_flop[:, cols] = chips.get(f"energy.flop.{run}", 0.0)[:, None]
+        r, e = _format_rate(chips, fmt)
+        fpc[:, cols] = r[:, None]
+        e_flop[:, cols] = e[:, None]
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     if tiles is None:
@@ -154,20 +174,30 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False)
     np_ = pad(ops.n[None, :], inn)
     kp = pad(ops.k[None, :], ik)
     padded_flops = np.where(g, 2.0 * mp * np_ * kp * ops.batch, ops.flops)
+    for col, op in ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
+        padded_flops[:, col] = op.padded_flops(im[:, 0], inn[:, 0], ik[:, 0])
     tiles_out = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
     work_items = tiles_out * split
     waves = np.ceil(work_items / units)
     wave_eff = np.where(g, work_items / np.maximum(waves * units, 1), 1.0)
     rate = units * fpc * clock  # FLOP/s at peak clock
 
-    # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): re-reads when the re-read operand misses L2
+    # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
+    # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
     l2 = (chips.get("l2", 0.0) * chips["dies"])[:, None]
-    rA = np.where(g & (ops.a_bytes[None, :] > l2), np.ceil(ops.n / tn), 1.0)
-    rB = np.where(g & (ops.b_bytes[None, :] > l2), np.ceil(ops.m / tm), 1.0)
-    bytes_mem = ops.a_bytes * rA + ops.b_bytes * rB + ops.c_bytes
+    kk = np.maximum(ops.k, 1.0)[None, :]
+    t2 = np.maximum(np.floor(l2 / (2.0 * kk * (ops.ea + ops.eb))), 1.0)  # rows (cols) of an L2-resident panel
+    rA = np.where(g & (ops.a_bytes[None, :] > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
+    rB = np.where(g & (ops.b_bytes[None, :] > l2), np.ceil(ops.m / np.maximum(tm, t2)), 1.0)
+    a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
+    c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
+    bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
     bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm), ops.a_bytes + ops.b_bytes) + ops.c_bytes
-    # split-K adds partial-sum traffic: (split - 1) extra FP32 partial outputs written and read
-    bytes_mem = bytes_mem + np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
+    # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
+    # fit there, else through memory
+    partial = np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
+    bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
+    bytes_req = bytes_req + partial
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
     bw = chips.memory_bandwidth * chips.get("calibration.bandwidth_efficiency", 1.0)
@@ -192,7 +222,7 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False)
     e_loc = chips.get("energy.local", 0.0)[:, None]
     local_bytes = np.where(g, tiles_out * ops.k * (tm + tn) * np.maximum(ops.ea, ops.eb), 0.0)
     cnt = ops.count[None, :]
-    E_compute_op = padded_flops * e_flop + ops.vector_flops * chips.get("energy.flop.fp32", 0.0)[:, None] \
+    E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * chips.get("energy.vector_flop", 0.0)[:, None] \
         + local_bytes * e_loc + bytes_req * e_l2
     E_mem_op = bytes_mem * e_mem
 
@@ -259,6 +289,12 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False)
         "sustained_clock_hz": chips["clock"] * clock_ratio,
         "mbu": bytes_mem_tot / time_s / chips.memory_bandwidth,
     }
+    # the highest power any operator draws at the sustained clock, and the chip's limit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        op_power = np.where(t_op > 0, (E_compute_op + E_mem_op) / t_op, 0.0)
+    out["peak_power_w"] = static + op_power.max(axis=1)
+    out["tdp"] = tdp
+    out["quant_error"] = np.full(N, _quant_error(workload))
     peak_fmt = (rate * cnt * padded_flops).sum(axis=1) / np.maximum((cnt * padded_flops).sum(axis=1), 1)
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     bt = np.stack([out["time_matrix_bound_s"], out["time_vector_bound_s"], out["time_memory_bound_s"]])
@@ -286,6 +322,17 @@ def _max_batch(workload, capacity):
         return np.where(capacity >= fixed, np.inf, -1.0)
     free = capacity - fixed
     return np.where(free >= 0, np.floor(free / (ctx * kv)), -1.0)
+
+
+def _quant_error(workload) -> float:
+    """Largest relative L2 round-trip error over the weight, activation and KV formats (Gaussian data)."""
+    from dse.precision import quant_error
+
+    f = getattr(workload, "formats", None)
+    if f is None:
+        return 0.0
+    errs = [quant_error(getattr(f, role)) for role in ("weights", "activations", "kv") if getattr(f, role, None)]
+    return float(max(errs)) if errs else 0.0
 
 
 BOUND_NAMES = np.array(["compute", "vector", "memory"])

@@ -9,7 +9,7 @@ parameter a search can vary.
 
 Model (seed 004 §4.1.3, §4.2; seed 000 "Dense and sparse peaks"):
     peak FLOP/s per format  = dies x units x FLOPs/cycle/unit x clock
-    HBM stack bandwidth     = pins x pin rate / 8
+    HBM stack bandwidth     = pins x pin rate / 8   (the /8 happens when "Gb/s" is parsed to bytes/s)
     HBM stack capacity      = layers x capacity per layer
     machine balance         = peak FLOP/s / memory bandwidth
 """
@@ -135,7 +135,8 @@ class Hbm(Record):
 
     @property
     def stack_bandwidth(self) -> float:
-        return self.pins_per_stack * self.pin_rate / 8.0
+        # pin_rate is parsed to bytes/s per pin ("5.24 Gb/s" -> 0.655e9 B/s): R = pins x rate (x 1/8 done by the unit)
+        return self.pins_per_stack * self.pin_rate
 
 
 class Dram(Record):
@@ -176,7 +177,7 @@ class Link(Record):
         """Bytes/s per direction of one link (lanes x lane rate / 8 when given so)."""
         if self.bandwidth is not None:
             return self.bandwidth
-        return self.lanes * self.lane_rate / 8.0
+        return self.lanes * self.lane_rate  # lane_rate already in bytes/s ("38.4 Gb/s" -> 4.8e9 B/s)
 
 
 class Links(Record):
@@ -435,6 +436,8 @@ class Chips:
             out["hbm.capacity_per_stack"] = spec.hbm.stack_capacity
         tech = technology.chip_energy(spec)
         out.update({f"energy.{k}": v for k, v in tech.items()})
+        # the vector unit computes in FP32 (softmax, norms): its energy per FLOP from the process node
+        out["energy.vector_flop"] = technology.process(spec.process).energy_per_flop("fp32")
         static = spec.power.static
         if static is None:
             frac = spec.power.static_fraction
@@ -457,9 +460,9 @@ class Chips:
         formats = sorted({f for s in specs for f in s.matrix.flops_per_cycle})
         keys = sorted({k for v in views for k in v})
         arrays = {k: np.array([v.get(k, np.nan) for v in views], dtype=float) for k in keys}
-        for f in formats:
-            a = arrays[f"matrix.flops_per_cycle.{f}"]
-            a[np.isnan(a)] = 0.0
+        for k, a in arrays.items():  # a format a chip lacks: rate 0 (the evaluator falls back to a wider one)
+            if k.startswith(("matrix.flops_per_cycle.", "energy.flop.")):
+                a[np.isnan(a)] = 0.0
         return cls(arrays, formats, [s.name for s in specs], list(specs))
 
     @classmethod
@@ -488,7 +491,7 @@ class Chips:
                                             "hbm.capacity_per_layer", "hbm.capacity_per_stack"}:
             if changed & {"hbm.layers", "hbm.capacity_per_layer"} and "hbm.layers" in a:
                 a["hbm.capacity_per_stack"] = a["hbm.layers"] * a["hbm.capacity_per_layer"]
-            a["memory.bandwidth"] = a["hbm.stacks"] * a["hbm.pins_per_stack"] * a["hbm.pin_rate"] / 8.0
+            a["memory.bandwidth"] = a["hbm.stacks"] * a["hbm.pins_per_stack"] * a["hbm.pin_rate"]
             if "hbm.capacity" not in changed:
                 a["memory.capacity"] = a["hbm.stacks"] * a["hbm.capacity_per_stack"]
                 a.pop("hbm.capacity", None)

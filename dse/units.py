@@ -61,6 +61,8 @@ DIMENSIONS: dict[str, Dim] = {
     "money_per_byte": _d(usd=1, byte=-1),
     "defect_density": _d(mm=-2),
     "energy_per_flop_area": _d(J=1, flop=-1),
+    "money_per_energy": _d(usd=1, J=-1),
+    "throughput": _d(s=-1),  # tokens (or requests) per second: "10000 tokens/s"
 }
 
 # unit symbol -> (factor to canonical, dimension, accepts prefixes)
@@ -100,6 +102,8 @@ _UNITS: dict[str, tuple[float, Dim, bool]] = {
     "usd": (1.0, _d(usd=1), True),
     "%": (0.01, DIMENSIONLESS, False),
     "x": (1.0, DIMENSIONLESS, False),
+    "token": (1.0, DIMENSIONLESS, False),
+    "tokens": (1.0, DIMENSIONLESS, False),
 }
 
 _SI_PREFIX = {
@@ -228,6 +232,7 @@ _EXAMPLES = {
     "area": "'814 mm^2'", "flops": "'33.5 MFLOP'", "flop_rate": "'989 TFLOP/s'",
     "power_density": "'0.8 W/mm^2'", "money": "'16000 $'", "money_per_area": "'0.2 $/mm^2'",
     "money_per_byte": "'10 $/GB'", "defect_density": "'0.1 /cm^2'", "area_per_byte": "'0.45 mm^2/MiB'",
+    "money_per_energy": "'0.10 $/kWh'", "throughput": "'10000 tokens/s'",
     "dimensionless": "'0.5'",
 }
 

@@ -49,3 +49,32 @@ def average_power(energy_j, time_s):
     """Average power over a step: E / T (seed 004 §4.1.3: 0.534 J over 4.88 ms ~ 110 W)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(energy_j, dtype=float) / np.asarray(time_s, dtype=float)
+
+
+def dynamic_power(flop_rate, energy_per_flop_j, byte_rate=0.0, energy_per_byte_j=0.0):
+    """Dynamic power at an operating point: F x e_flop + R x e_byte, in W (seed 004 §4.1.3).
+
+    ``byte_rate`` and ``energy_per_byte_j`` may be per level (broadcasting
+    arrays); their products are summed by the caller when levels differ.
+    """
+    return (np.asarray(flop_rate, dtype=float) * np.asarray(energy_per_flop_j, dtype=float)
+            + np.asarray(byte_rate, dtype=float) * np.asarray(energy_per_byte_j, dtype=float))
+
+
+def operating_power(static_w, flop_rate, energy_per_flop_j, byte_rate=0.0, energy_per_byte_j=0.0):
+    """P = P_static + F x e_flop + R x e_byte at an operating point, in W (seed 004 §4.1.3)."""
+    return np.asarray(static_w, dtype=float) + dynamic_power(flop_rate, energy_per_flop_j, byte_rate,
+                                                             energy_per_byte_j)
+
+
+def tdp_violation(power_w, tdp_w):
+    """P - TDP in W: <= 0 within the power ceiling (seed 004 §4.1.3); a missing TDP (inf) is no limit (0)."""
+    p = np.asarray(power_w, dtype=float)
+    t = np.asarray(tdp_w, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(t), p - t, 0.0)
+
+
+def energy_at_power(power_w, time_s):
+    """E = P x T for a constant power (seed 004 §4.8.4: 450 W x 16.22 ms = 7.30 J per step)."""
+    return np.asarray(power_w, dtype=float) * np.asarray(time_s, dtype=float)

@@ -1,0 +1,21 @@
+"""Buffer fit: a tile's working set (all input slots, accumulators) must fit the local buffer.
+
+Formula: tile_working_set_bytes - local_buffer_bytes      (bytes; <= 0 feasible)
+Source: seed 004 §4.4.2 (tile working set vs on-chip buffer capacity, double buffering).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse.registry import column
+
+NAME = "buffer_fit"
+UNIT = "bytes"
+FORMULA = "tile_working_set_bytes - local_buffer_bytes"
+SOURCE = "seed 004 §4.4.2 (working set of a tile vs buffer capacity)"
+PARAMS: dict = {}
+
+
+def constraint(metrics) -> np.ndarray:
+    return column(metrics, "tile_working_set_bytes", NAME) - column(metrics, "local_buffer_bytes", NAME)

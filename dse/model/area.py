@@ -1,0 +1,394 @@
+"""Area and packaging: die area, die outline, HBM shoreline, interposer (vectorized over Chips).
+
+Seed 004 §4.1.3 ("Reticle and packaging"): compute units, memory and
+interfaces share the die; one die cannot exceed the reticle (26 x 33 mm =
+858 mm^2); HBM stacks line the die edges and the interposer carries dies and
+stacks (Figure 4-6). The numbers come from ``dse.technology`` (processes.yaml,
+memories.yaml, packaging.yaml), looked up once per distinct process node and
+memory technology among the design points.
+
+Die area (per die; the resources a chip spec gives are per die except the
+HBM stacks, which are per package and split evenly over the dies)::
+
+    unit  = matrix + (local_buffer + accumulator + register_file) x scratchpad density + unit logic
+    matrix = max over formats f of FLOPs/cycle_f x area per FLOP/cycle_f
+             (lower precisions share the multipliers of one datapath: a BF16/FP8/FP4
+             unit at 1 : 2 : 4 throughput is the size of its BF16 part, so the area
+             is the most expensive format's, not the sum; technology.md "Precision scaling")
+    die   = units_physical x unit + L2 x cache density + memory PHYs x PHY area
+            + I/O + uncore [+ SRAM main memory x scratchpad density]
+
+Physical, not enabled, units set the area: a die carries spares for yield
+(A100 enables 108 of 128 SMs, H100 132 of 144, MI355X 32 of 36 CUs per XCD).
+ChipSpec has no physical-unit field, so ``units_physical = units +
+floor(units x spare / (1 - spare))`` with the default spare fraction :data:`DEFAULT_SPARE_FRACTION`
+(0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%) unless the chips carry
+a ``units_physical`` array or the caller passes one.
+
+Memory PHYs: HBM counts its stack sites (H100: 6 sites, 5 stacks active);
+DRAM counts interfaces = ceil(bandwidth / interface bandwidth) (an RTX 4090's
+1,008 GB/s of GDDR6X = 12 x32 devices).
+
+Layouts (how dies and stacks sit on the package; default from the die count):
+
+* ``monolithic`` (1 die; H100, A100): HBM on the two long edges, the short
+  edges carry PCIe / scale-up I/O.
+* ``side_by_side`` (2 dies; B200, Figure 4-6): the dies abut on a long edge
+  (die-to-die link), the other long edge carries I/O, HBM on the two short
+  edges of each die (B200: 2 + 2 per die).
+* ``base_dies`` (> 2 dies; MI300X, MI355X): compute chiplets stacked on base
+  (I/O) dies that carry the HBM PHYs, the I/O and the caches the schema does not
+  describe. The compute dies then hold no PHY and no I/O; the base complex's
+  footprint is the compute silicon / :data:`BASE_COVERAGE` and the stacks line
+  its two long edges.
+
+Outline: a die of area A is drawn at the reticle's aspect (26 : 33) unless an
+aspect ratio is given: long = sqrt(A x aspect), short = A / long.
+
+Shoreline: stacks along an edge of length L = floor(L / w + 1/2), w the stack
+footprint's edge facing the die (its shorter side): a stack counts when at
+least half its width lines the edge (the rows of H100's and MI300X's stacks
+overhang the die corners). This reproduces technology.md's rule of 3 stacks
+per 33 mm edge and 2 per 26 mm edge for an 11 mm stack (packaging.yaml
+``hbm_stacks_per_long_edge`` / ``_short_edge``, checked in the tests).
+
+Interposer: the bounding box of the die complex and the stack rows,
+die-to-stack gap and the interposer margin included (0 when the chip has no HBM).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dse.errors import SpecError, unknown_name
+
+__all__ = [
+    "DEFAULT_SPARE_FRACTION",
+    "BASE_COVERAGE",
+    "LAYOUTS",
+    "PackageArea",
+    "package_area",
+    "unit_area",
+    "units_physical",
+    "die_outline",
+    "stacks_per_edge",
+    "per_point",
+    "reticle_area_mm2",
+    "interposer_limit_mm2",
+]
+
+DEFAULT_SPARE_FRACTION = 0.10
+"""Fraction of physical compute units kept as spares (disabled) when ChipSpec gives no physical count.
+
+A100 20/128 = 15.6%, H100 12/144 = 8.3%, MI355X 4/36 = 11.1%, MI300X 2/40 = 5% (vendor whitepapers;
+published_chips.yaml): 10% is the middle of that range (est.).
+"""
+
+BASE_COVERAGE = 0.62
+"""Fraction of a base-die complex covered by compute chiplets (est.).
+
+MI300X: 8 XCDs of ~115 mm^2 on 4 IODs of ~370 mm^2 -> 920 / 1480 = 0.62
+(AMD ISSCC 2024 die sizes as reported by the press; est.).
+"""
+
+BASE_DIE_PROCESS = "n6"
+"""Node the base (I/O) dies are costed at: AMD's MI300X / MI355X IODs are N6 (published_chips.yaml)."""
+
+LAYOUTS = ("monolithic", "side_by_side", "base_dies")
+
+RETICLE_ASPECT = 33.0 / 26.0
+
+
+# ------------------------------------------------------------------ technology lookups
+
+
+@functools.lru_cache(maxsize=64)
+def _process(name: str):
+    from dse import technology
+
+    return technology.process(name)
+
+
+@functools.lru_cache(maxsize=64)
+def _memory(name: str):
+    from dse import technology
+
+    return technology.memory(name)
+
+
+def _packaging():
+    from dse import technology
+
+    return technology.packaging()
+
+
+def reticle_area_mm2() -> float:
+    """The reticle area of the technology tables (26 x 33 = 858 mm^2, seed 004 §4.1.3)."""
+    return float(_packaging().reticle_area)
+
+
+def interposer_limit_mm2(name: str | None = None) -> float:
+    """The largest interposer of the technology tables (default CoWoS-S: 3.3 x reticle)."""
+    return float(_packaging().max_interposer_area(name))
+
+
+# ------------------------------------------------------------------ per-point strings
+
+
+def per_point(chips, what: str, given=None) -> list:
+    """The process node or memory technology name of each design point.
+
+    ``what`` is "process" or "memory". ``given`` (a name, or a sequence of N
+    names) wins; otherwise the names come from ``chips.specs`` (a chip's HBM
+    generation or DRAM kind; None for SRAM main memory). Chips built from a
+    base spec carry no specs: pass ``given`` (the study knows its base chip).
+    """
+    n = len(chips)
+    if given is not None:
+        if isinstance(given, str):
+            return [given] * n
+        given = list(given)
+        if len(given) != n:
+            raise SpecError(f"{what}: {len(given)} names for {n} design points")
+        return given
+    specs = getattr(chips, "specs", None)
+    if specs:
+        if what == "process":
+            return [s.process for s in specs]
+        if what == "memory":
+            return [s.hbm.generation if s.hbm is not None else (s.dram.kind if s.dram is not None else None)
+                    for s in specs]
+        raise SpecError(unknown_name("per-point name", what, ("process", "memory")))
+    raise SpecError(f"the {what} of these design points is not known (chips built without specs): "
+                    f"pass {what}='...' (the base chip's {what})")
+
+
+def _by_name(names: list, fn, n: int) -> np.ndarray:
+    """A float array holding fn(name) for each point, looked up once per distinct name (NaN for None)."""
+    out = np.full(n, np.nan)
+    for name in set(names):
+        if name is None:
+            continue
+        idx = np.fromiter((x == name for x in names), dtype=bool, count=n)
+        out[idx] = fn(name)
+    return out
+
+
+# ------------------------------------------------------------------ pieces
+
+
+def units_physical(units, spare_fraction=DEFAULT_SPARE_FRACTION):
+    """Physical units per die: units + floor(units x spare / (1 - spare)) (spares for yield; module doc).
+
+    The floor keeps single-unit designs (TPU v1's one matrix unit, Groq's four
+    planes) at their count: a spare there is a whole second array, not a fraction.
+    H100 132 -> 146 (144 published), A100 108 -> 120 (128), MI355X 32 -> 35 (36).
+    """
+    s = np.asarray(spare_fraction, dtype=float)
+    if np.any((s < 0) | (s >= 1)):
+        raise SpecError(f"spare fraction must be in [0, 1), got {spare_fraction!r}")
+    u = np.asarray(units, dtype=float)
+    return u + np.floor(u * s / (1.0 - s) + 1e-9)
+
+
+def _matrix_area(chips, procs: list) -> np.ndarray:
+    """mm^2 of one unit's matrix datapath: max over formats of FLOPs/cycle x area per FLOP/cycle."""
+    n = len(chips)
+    out = np.zeros(n)
+    for fmt in chips.formats:
+        rate = chips.flops_per_cycle(fmt)
+        per = _by_name(procs, lambda p, f=fmt: _process(p).area_per_flop_cycle(f), n)
+        out = np.maximum(out, rate * per)
+    return out
+
+
+def unit_area(chips, process=None) -> dict[str, np.ndarray]:
+    """Area of one compute unit by part (mm^2, arrays of N): matrix, local, register_file, logic, total."""
+    procs = per_point(chips, "process", process)
+    n = len(chips)
+    scratch = _by_name(procs, lambda p: _process(p).sram_area.scratchpad, n)
+    logic = _by_name(procs, lambda p: _process(p).unit_logic_area, n)
+    matrix = _matrix_area(chips, procs)
+    local = (chips.get("local_buffer") + chips.get("accumulator")) * scratch
+    rf = chips.get("register_file") * scratch
+    return {"matrix": matrix, "local": local, "register_file": rf, "logic": logic,
+            "total": matrix + local + rf + logic}
+
+
+def die_outline(area_mm2, aspect=RETICLE_ASPECT):
+    """(long, short) edges in mm of a rectangle of ``area_mm2`` with long/short = ``aspect`` (default 33/26)."""
+    a = np.asarray(area_mm2, dtype=float)
+    r = np.asarray(aspect, dtype=float)
+    if np.any(r < 1):
+        raise SpecError(f"aspect ratio is long/short and must be >= 1, got {aspect!r}")
+    long = np.sqrt(a * r)
+    return long, np.divide(a, long, out=np.zeros_like(long), where=long > 0)
+
+
+def stacks_per_edge(edge_mm, stack_edge_mm):
+    """HBM stacks along one edge: floor(L / w + 1/2) (a stack counts when half its width lines the edge)."""
+    e = np.asarray(edge_mm, dtype=float)
+    w = np.asarray(stack_edge_mm, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.floor(np.where(w > 0, e / np.where(w > 0, w, 1.0), 0.0) + 0.5 + 1e-9)
+    return np.maximum(n, 0.0)
+
+
+# ------------------------------------------------------------------ the package
+
+
+@dataclass(frozen=True)
+class PackageArea:
+    """Area and packaging of N design points (arrays of N; mm and mm^2)."""
+
+    die_area_mm2: np.ndarray            # one compute die
+    dies: np.ndarray
+    total_silicon_area_mm2: np.ndarray  # compute dies + base dies
+    base_area_mm2: np.ndarray           # base-die complex (0 unless layout base_dies)
+    units_physical: np.ndarray
+    die_long_mm: np.ndarray
+    die_short_mm: np.ndarray
+    hbm_stacks: np.ndarray              # stacks placed (stack sites, active or not); 0 without HBM
+    hbm_shoreline_stacks: np.ndarray    # the most stacks the usable edges hold
+    interposer_area_mm2: np.ndarray     # 0 without HBM
+    layout: tuple[str, ...]
+    parts: dict[str, np.ndarray] = field(default_factory=dict)  # per-die area by part
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-point columns the study layer adds to the metrics table."""
+        return {
+            "die_area_mm2": self.die_area_mm2,
+            "total_silicon_area_mm2": self.total_silicon_area_mm2,
+            "interposer_area_mm2": self.interposer_area_mm2,
+            "hbm_shoreline_stacks": self.hbm_shoreline_stacks,
+            "hbm_stacks": self.hbm_stacks,
+        }
+
+
+def _layouts(dies: np.ndarray, layout) -> list[str]:
+    n = len(dies)
+    if layout is not None:
+        names = [layout] * n if isinstance(layout, str) else list(layout)
+        if len(names) != n:
+            raise SpecError(f"layout: {len(names)} names for {n} design points")
+        bad = [x for x in names if x not in LAYOUTS]
+        if bad:
+            raise SpecError(unknown_name("package layout", bad[0], LAYOUTS))
+        return names
+    return ["monolithic" if d <= 1 else ("side_by_side" if d == 2 else "base_dies") for d in dies]
+
+
+def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION,
+                 units_physical_=None, aspect=RETICLE_ASPECT, layout=None) -> PackageArea:
+    """Die area, outline, HBM shoreline and interposer of each design point (see the module doc).
+
+    ``process`` / ``memory``: node and memory-technology names when ``chips``
+    has no specs (a name or one per point). ``units_physical_`` overrides the
+    physical units per die (else the chips' ``units_physical`` array, else the
+    spare-fraction rule). ``layout`` overrides the default layout by die count.
+    """
+    n = len(chips)
+    procs = per_point(chips, "process", process)
+    mems = per_point(chips, "memory", memory) if (memory is not None or chips.specs) else [None] * n
+    kind = chips.get("memory.kind", 0.0)
+    is_hbm = kind == 0.0
+    is_sram = kind == 2.0
+    if memory is None and not chips.specs and np.any(is_hbm & (chips.get("hbm.stacks", 0.0) > 0)):
+        raise SpecError("the HBM generation of these design points is not known (chips built without specs): "
+                        "pass memory='hbm3' (the base chip's hbm.generation)")
+    pkg = _packaging()
+    dies = chips.get("dies", 1.0)
+    layouts = _layouts(dies, layout)
+    base = np.array([x == "base_dies" for x in layouts])
+    side = np.array([x == "side_by_side" for x in layouts])
+
+    # ---- units
+    if units_physical_ is not None:
+        uphys = np.broadcast_to(np.asarray(units_physical_, dtype=float), (n,)).copy()
+    elif "units_physical" in chips:
+        uphys = chips["units_physical"].copy()
+    else:
+        uphys = units_physical(chips["units"], spare_fraction)
+    if np.any(uphys < chips["units"]):
+        raise SpecError("units_physical must be >= units (the enabled units)")
+    unit = unit_area(chips, procs)
+
+    # ---- per-die parts
+    cache = _by_name(procs, lambda p: _process(p).sram_area.cache, n)
+    scratch = _by_name(procs, lambda p: _process(p).sram_area.scratchpad, n)
+    io = _by_name(procs, lambda p: _process(p).io_area, n)
+    uncore = _by_name(procs, lambda p: _process(p).uncore_area, n)
+    phy_area = _by_name(mems, lambda m: _memory(m).phy_area, n)
+    phy_area = np.nan_to_num(phy_area)
+
+    stacks = np.where(is_hbm, np.fmax(chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan)), 0.0)
+    stacks = np.nan_to_num(stacks)
+    iface_bw = _by_name(mems, lambda m: _memory(m).interface_bandwidth, n)
+    dram = kind == 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dram_ifaces = np.where(dram & (iface_bw > 0), np.ceil(chips.get("memory.bandwidth", 0.0) / iface_bw - 1e-9), 0.0)
+    interfaces = np.where(is_hbm, stacks, np.nan_to_num(dram_ifaces))
+    phys_per_die = np.where(base, 0.0, np.maximum(np.ceil(interfaces / dies - 1e-9), 0.0))
+
+    parts = {
+        "units": uphys * unit["total"],
+        "matrix": uphys * unit["matrix"],
+        "local": uphys * unit["local"],
+        "register_file": uphys * unit["register_file"],
+        "unit_logic": uphys * unit["logic"],
+        "l2": chips.get("l2") * cache,
+        "memory_phy": phys_per_die * phy_area,
+        "io": np.where(base, 0.0, io),
+        "uncore": uncore,
+        "sram_memory": np.where(is_sram, chips.get("sram.capacity") / dies * scratch, 0.0),
+    }
+    die = parts["units"] + parts["l2"] + parts["memory_phy"] + parts["io"] + parts["uncore"] + parts["sram_memory"]
+    long, short = die_outline(die, aspect)
+
+    # ---- base complex (chiplets on base dies)
+    base_area = np.where(base, dies * die / BASE_COVERAGE, 0.0)
+    b_long, b_short = die_outline(base_area, aspect)
+
+    # ---- shoreline
+    gen_fp = [(_memory(m).footprint if (m is not None and _memory(m).footprint is not None) else None) for m in mems]
+    w_face = np.array([min(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
+    depth = np.array([max(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
+    per_long = stacks_per_edge(long, w_face)
+    per_short = stacks_per_edge(short, w_face)
+    shore = np.where(base, 2.0 * stacks_per_edge(b_long, w_face),
+                     np.where(side, dies * 2.0 * per_short, 2.0 * per_long))
+    shore = np.nan_to_num(shore)
+
+    # ---- interposer: bounding box of the die complex and the two rows of stacks
+    gap, margin = pkg.die_to_stack_gap, pkg.interposer_margin
+    per_row = np.ceil(stacks / 2.0 - 1e-9)
+    row_len = per_row * w_face
+    # complex edge the rows run along, and the complex depth across them
+    along = np.where(base, b_long, np.where(side, dies * short, long))
+    across = np.where(base, b_short, np.where(side, long, short))
+    width = np.maximum(along, row_len) + 2.0 * margin
+    height = across + 2.0 * (gap + depth) + 2.0 * margin
+    interposer = np.where(stacks > 0, np.nan_to_num(width * height), 0.0)
+    return PackageArea(
+        die_area_mm2=die,
+        dies=dies.copy(),
+        total_silicon_area_mm2=dies * die + base_area,
+        base_area_mm2=base_area,
+        units_physical=uphys,
+        die_long_mm=long,
+        die_short_mm=short,
+        hbm_stacks=stacks,
+        hbm_shoreline_stacks=shore,
+        interposer_area_mm2=interposer,
+        layout=tuple(layouts),
+        parts=parts,
+    )
+
+
+def base_die_count(base_area_mm2) -> np.ndarray:
+    """Base dies under a chiplet complex: ceil(area / half a reticle) (MI300X: 4 IODs, est.)."""
+    a = np.asarray(base_area_mm2, dtype=float)
+    return np.where(a > 0, np.ceil(a / (0.5 * reticle_area_mm2()) - 1e-9), 0.0)
