@@ -328,6 +328,132 @@ def unflatten(flat: dict[str, object]) -> dict:
     return out
 
 
+def _field_dimension(field) -> str | None:
+    for meta in field.metadata:
+        fn = getattr(meta, "func", None)
+        if fn is not None and hasattr(fn, "dimension"):
+            return fn.dimension
+    for arg in getattr(field.annotation, "__args__", ()) or ():
+        for meta in getattr(arg, "__metadata__", ()) or ():
+            fn = getattr(meta, "func", None)
+            if fn is not None and hasattr(fn, "dimension"):
+                return fn.dimension
+    return None
+
+
+def param_dimension(key: str) -> str | None:
+    """Dimension of a dotted chip parameter ('clock' -> 'frequency'; counts -> None).
+
+    Raises SpecError (with did-you-mean) for a name that is not a chip parameter.
+    """
+    import typing
+
+    from pydantic import BaseModel
+
+    model: type[BaseModel] = ChipSpec
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        field = model.model_fields.get(part)
+        if field is None:
+            raise SpecError(unknown_name("chip parameter", key, sorted(parameter_names())))
+        ann = field.annotation
+        sub = next((a for a in (typing.get_args(ann) or (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)),
+                   None)
+        if i == len(parts) - 1:
+            return _field_dimension(field)
+        if sub is None:
+            if typing.get_origin(ann) is dict or dict in typing.get_args(ann):
+                if part == "flops_per_cycle" and i == len(parts) - 2:
+                    _canonical_format(parts[-1])
+                    return None
+                return _field_dimension(field) if i == len(parts) - 2 else None
+            raise SpecError(unknown_name("chip parameter", key, sorted(parameter_names())))
+        model = sub
+    return None
+
+
+def parameter_names() -> list[str]:
+    """Every dotted chip parameter name a design space or override may set."""
+    import typing
+
+    from pydantic import BaseModel
+
+    out = []
+
+    def walk(model, prefix):
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            sub = next((a for a in (typing.get_args(ann) or (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)),
+                       None)
+            if sub is not None:
+                walk(sub, f"{prefix}{name}.")
+            elif name not in ("source", "notes", "name", "title", "vendor"):
+                out.append(f"{prefix}{name}")
+
+    walk(ChipSpec, "")
+    return out + [f"matrix.flops_per_cycle.{f}" for f in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "mxfp4",
+                                                          "nvfp4", "mxfp6", "mxfp8", "tf32", "fp32")]
+
+
+def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
+    """A copy of ``spec`` with dotted-name overrides applied and revalidated.
+
+    Values are YAML values (strings with units, numbers, or "x2" to scale the
+    current value). Changing ``hbm.generation`` resets the pin rate and the
+    per-layer capacity to that generation's defaults unless they are also
+    given (dse/data/technology/memories.yaml).
+    """
+    from dse import technology
+
+    data = spec.model_dump(exclude_none=True)
+    flat = flatten(data)
+    for key, value in overrides.items():
+        param_dimension(key)  # unknown names fail here, with did-you-mean
+        if isinstance(value, str) and value.strip().lower().startswith("x"):
+            try:
+                factor = float(value.strip()[1:])
+            except ValueError:
+                raise SpecError(f"{key}: expected a value or a multiplier like 'x2', got {value!r}") from None
+            cur = flat.get(key)
+            if not isinstance(cur, (int, float)) or isinstance(cur, bool):
+                raise SpecError(f"{key}: cannot scale {cur!r} by {value!r}")
+            value = type(cur)(cur * factor) if isinstance(cur, int) and float(cur * factor).is_integer() else cur * factor
+            flat[key] = value
+            continue
+        if key == "hbm.generation":
+            mem = technology.memory(str(value))
+            for k in list(flat):
+                if k.startswith("hbm.") and k.split(".")[1] in ("pin_rate", "capacity_per_stack", "layers",
+                                                                "capacity_per_layer", "capacity", "pins_per_stack"):
+                    if k not in overrides:
+                        del flat[k]
+            flat.setdefault("hbm.pin_rate", f"{mem.pin_rate * 8 / 1e9:g} Gb/s")
+            flat.setdefault("hbm.pins_per_stack", int(mem.pins))
+            if "hbm.capacity_per_stack" not in flat:
+                flat.setdefault("hbm.layers", int(mem.layers))
+                flat.setdefault("hbm.capacity_per_layer", f"{mem.capacity_per_layer:g} B")
+        flat[key] = value
+    # re-express already-parsed SI floats as strings with canonical units so validation re-parses them
+    for k, v in list(flat.items()):
+        if k in overrides and not isinstance(v, float):
+            continue
+        dim = _safe_dimension(k)
+        if dim and isinstance(v, (int, float)) and not isinstance(v, bool):
+            flat[k] = f"{v!r} {_CANON_UNIT[dim]}"
+    return validate(ChipSpec, unflatten(flat))
+
+
+_CANON_UNIT = {"bytes": "B", "bandwidth": "B/s", "time": "s", "frequency": "Hz", "power": "W", "area": "mm^2",
+               "length": "mm", "energy_per_byte": "J/B", "energy_per_flop": "J/FLOP", "money": "$"}
+
+
+def _safe_dimension(key: str) -> str | None:
+    try:
+        return param_dimension(key)
+    except SpecError:
+        return None
+
+
 # ----------------------------------------------------------------- catalog
 
 

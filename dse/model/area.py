@@ -10,7 +10,9 @@ memory technology among the design points.
 Die area (per die; the resources a chip spec gives are per die except the
 HBM stacks, which are per package and split evenly over the dies)::
 
-    unit  = matrix + (local_buffer + accumulator + register_file) x scratchpad density + unit logic
+    unit  = matrix + (local_buffer + accumulator) x scratchpad density + unit logic
+            + (register_file - 256 KiB) x scratchpad density
+            (unit logic, as fitted, holds a 256 KiB register file: see REFERENCE_REGISTER_FILE)
     matrix = max over formats f of FLOPs/cycle_f x area per FLOP/cycle_f
              (lower precisions share the multipliers of one datapath: a BF16/FP8/FP4
              unit at 1 : 2 : 4 throughput is the size of its BF16 part, so the area
@@ -97,6 +99,15 @@ MI300X: 8 XCDs of ~115 mm^2 on 4 IODs of ~370 mm^2 -> 920 / 1480 = 0.62
 BASE_DIE_PROCESS = "n6"
 """Node the base (I/O) dies are costed at: AMD's MI300X / MI355X IODs are N6 (published_chips.yaml)."""
 
+REFERENCE_REGISTER_FILE = 256 * 1024
+"""Register file per unit already inside ``unit_logic_area`` (bytes).
+
+processes.yaml defines unit_logic_area to include the register file and fits it
+to A100 and H100 SMs (256 KiB each; calibration note 4). The area model adds
+only the difference (register_file - 256 KiB) x scratchpad density, so a design
+that changes the register file changes the area without counting it twice.
+"""
+
 LAYOUTS = ("monolithic", "side_by_side", "base_dies")
 
 RETICLE_ASPECT = 33.0 / 26.0
@@ -105,34 +116,47 @@ RETICLE_ASPECT = 33.0 / 26.0
 # ------------------------------------------------------------------ technology lookups
 
 
+# ``tech`` is a dse.technology.Technology (a study's overridden tables) or None for the shipped defaults.
+
+
 @functools.lru_cache(maxsize=64)
-def _process(name: str):
+def _default_process(name: str):
     from dse import technology
 
     return technology.process(name)
 
 
 @functools.lru_cache(maxsize=64)
-def _memory(name: str):
+def _default_memory(name: str):
     from dse import technology
 
     return technology.memory(name)
 
 
-def _packaging():
+def _process(name: str, tech=None):
+    return _default_process(name) if tech is None else tech.process(name)
+
+
+def _memory(name: str, tech=None):
+    return _default_memory(name) if tech is None else tech.memory(name)
+
+
+def _packaging(tech=None):
+    if tech is not None:
+        return tech.packaging
     from dse import technology
 
     return technology.packaging()
 
 
-def reticle_area_mm2() -> float:
+def reticle_area_mm2(tech=None) -> float:
     """The reticle area of the technology tables (26 x 33 = 858 mm^2, seed 004 §4.1.3)."""
-    return float(_packaging().reticle_area)
+    return float(_packaging(tech).reticle_area)
 
 
-def interposer_limit_mm2(name: str | None = None) -> float:
+def interposer_limit_mm2(name: str | None = None, tech=None) -> float:
     """The largest interposer of the technology tables (default CoWoS-S: 3.3 x reticle)."""
-    return float(_packaging().max_interposer_area(name))
+    return float(_packaging(tech).max_interposer_area(name))
 
 
 # ------------------------------------------------------------------ per-point strings
@@ -194,26 +218,30 @@ def units_physical(units, spare_fraction=DEFAULT_SPARE_FRACTION):
     return u + np.floor(u * s / (1.0 - s) + 1e-9)
 
 
-def _matrix_area(chips, procs: list) -> np.ndarray:
+def _matrix_area(chips, procs: list, tech=None) -> np.ndarray:
     """mm^2 of one unit's matrix datapath: max over formats of FLOPs/cycle x area per FLOP/cycle."""
     n = len(chips)
     out = np.zeros(n)
     for fmt in chips.formats:
         rate = chips.flops_per_cycle(fmt)
-        per = _by_name(procs, lambda p, f=fmt: _process(p).area_per_flop_cycle(f), n)
+        per = _by_name(procs, lambda p, f=fmt: _process(p, tech).area_per_flop_cycle(f), n)
         out = np.maximum(out, rate * per)
     return out
 
 
-def unit_area(chips, process=None) -> dict[str, np.ndarray]:
-    """Area of one compute unit by part (mm^2, arrays of N): matrix, local, register_file, logic, total."""
+def unit_area(chips, process=None, tech=None) -> dict[str, np.ndarray]:
+    """Area of one compute unit by part (mm^2, arrays of N): matrix, local, register_file, logic, total.
+
+    ``register_file`` is the difference to the 256 KiB already inside ``logic``
+    (negative for a unit with a smaller register file).
+    """
     procs = per_point(chips, "process", process)
     n = len(chips)
-    scratch = _by_name(procs, lambda p: _process(p).sram_area.scratchpad, n)
-    logic = _by_name(procs, lambda p: _process(p).unit_logic_area, n)
-    matrix = _matrix_area(chips, procs)
+    scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
+    logic = _by_name(procs, lambda p: _process(p, tech).unit_logic_area, n)
+    matrix = _matrix_area(chips, procs, tech)
     local = (chips.get("local_buffer") + chips.get("accumulator")) * scratch
-    rf = chips.get("register_file") * scratch
+    rf = (chips.get("register_file") - REFERENCE_REGISTER_FILE) * scratch
     return {"matrix": matrix, "local": local, "register_file": rf, "logic": logic,
             "total": matrix + local + rf + logic}
 
@@ -282,13 +310,14 @@ def _layouts(dies: np.ndarray, layout) -> list[str]:
 
 
 def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION,
-                 units_physical_=None, aspect=RETICLE_ASPECT, layout=None) -> PackageArea:
+                 units_physical_=None, aspect=RETICLE_ASPECT, layout=None, tech=None) -> PackageArea:
     """Die area, outline, HBM shoreline and interposer of each design point (see the module doc).
 
     ``process`` / ``memory``: node and memory-technology names when ``chips``
     has no specs (a name or one per point). ``units_physical_`` overrides the
     physical units per die (else the chips' ``units_physical`` array, else the
     spare-fraction rule). ``layout`` overrides the default layout by die count.
+    ``tech``: a study's :class:`dse.technology.Technology` (default: the shipped tables).
     """
     n = len(chips)
     procs = per_point(chips, "process", process)
@@ -299,7 +328,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     if memory is None and not chips.specs and np.any(is_hbm & (chips.get("hbm.stacks", 0.0) > 0)):
         raise SpecError("the HBM generation of these design points is not known (chips built without specs): "
                         "pass memory='hbm3' (the base chip's hbm.generation)")
-    pkg = _packaging()
+    pkg = _packaging(tech)
     dies = chips.get("dies", 1.0)
     layouts = _layouts(dies, layout)
     base = np.array([x == "base_dies" for x in layouts])
@@ -314,19 +343,19 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         uphys = units_physical(chips["units"], spare_fraction)
     if np.any(uphys < chips["units"]):
         raise SpecError("units_physical must be >= units (the enabled units)")
-    unit = unit_area(chips, procs)
+    unit = unit_area(chips, procs, tech)
 
     # ---- per-die parts
-    cache = _by_name(procs, lambda p: _process(p).sram_area.cache, n)
-    scratch = _by_name(procs, lambda p: _process(p).sram_area.scratchpad, n)
-    io = _by_name(procs, lambda p: _process(p).io_area, n)
-    uncore = _by_name(procs, lambda p: _process(p).uncore_area, n)
-    phy_area = _by_name(mems, lambda m: _memory(m).phy_area, n)
+    cache = _by_name(procs, lambda p: _process(p, tech).sram_area.cache, n)
+    scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
+    io = _by_name(procs, lambda p: _process(p, tech).io_area, n)
+    uncore = _by_name(procs, lambda p: _process(p, tech).uncore_area, n)
+    phy_area = _by_name(mems, lambda m: _memory(m, tech).phy_area, n)
     phy_area = np.nan_to_num(phy_area)
 
     stacks = np.where(is_hbm, np.fmax(chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan)), 0.0)
     stacks = np.nan_to_num(stacks)
-    iface_bw = _by_name(mems, lambda m: _memory(m).interface_bandwidth, n)
+    iface_bw = _by_name(mems, lambda m: _memory(m, tech).interface_bandwidth, n)
     dram = kind == 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         dram_ifaces = np.where(dram & (iface_bw > 0), np.ceil(chips.get("memory.bandwidth", 0.0) / iface_bw - 1e-9), 0.0)
@@ -353,7 +382,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     b_long, b_short = die_outline(base_area, aspect)
 
     # ---- shoreline
-    gen_fp = [(_memory(m).footprint if (m is not None and _memory(m).footprint is not None) else None) for m in mems]
+    gen_fp = [(_memory(m, tech).footprint if m is not None else None) for m in mems]
     w_face = np.array([min(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
     depth = np.array([max(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
     per_long = stacks_per_edge(long, w_face)
@@ -388,7 +417,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     )
 
 
-def base_die_count(base_area_mm2) -> np.ndarray:
+def base_die_count(base_area_mm2, tech=None) -> np.ndarray:
     """Base dies under a chiplet complex: ceil(area / half a reticle) (MI300X: 4 IODs, est.)."""
     a = np.asarray(base_area_mm2, dtype=float)
-    return np.where(a > 0, np.ceil(a / (0.5 * reticle_area_mm2()) - 1e-9), 0.0)
+    return np.where(a > 0, np.ceil(a / (0.5 * reticle_area_mm2(tech)) - 1e-9), 0.0)

@@ -205,7 +205,7 @@ class ChipCost:
                 "die_yield": self.die_yield}
 
 
-def chip_cost(chips, area=None, *, process=None, memory=None) -> ChipCost:
+def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> ChipCost:
     """Manufacturing cost of each design point of ``chips`` from its areas and the technology tables.
 
     chip = dies x wafer cost / (DPW x Y) + base dies + memory $/B x raw capacity
@@ -218,37 +218,38 @@ def chip_cost(chips, area=None, *, process=None, memory=None) -> ChipCost:
     boards are priced the same way on their capacity; SRAM main memory is on
     the dies. Yields: negative binomial per die (alpha from packaging.yaml),
     per interposer (its own alpha and D0). No yield loss at assembly (the
-    tables carry no assembly yield). Beyond the seeds: technology.md "Dies per
-    wafer", "Yield", "Wafer cost" rows.
+    tables carry no assembly yield). ``tech``: a study's
+    :class:`dse.technology.Technology` (default: the shipped tables). Beyond
+    the seeds: technology.md "Dies per wafer", "Yield", "Wafer cost" rows.
     """
     from dse.model import area as area_mod
 
     if area is None:
-        area = area_mod.package_area(chips, process=process, memory=memory)
+        area = area_mod.package_area(chips, process=process, memory=memory, tech=tech)
     n = len(chips)
     procs = area_mod.per_point(chips, "process", process)
     mems = area_mod.per_point(chips, "memory", memory) if (memory is not None or chips.specs) else [None] * n
-    pkg = area_mod._packaging()
+    pkg = area_mod._packaging(tech)
     alpha = pkg.die_yield_alpha
     diameter = pkg.wafer_diameter
 
-    wafer = area_mod._by_name(procs, lambda p: area_mod._process(p).wafer_cost, n)
-    d0 = area_mod._by_name(procs, lambda p: area_mod._process(p).defect_density, n)
+    wafer = area_mod._by_name(procs, lambda p: area_mod._process(p, tech).wafer_cost, n)
+    d0 = area_mod._by_name(procs, lambda p: area_mod._process(p, tech).defect_density, n)
     a = area.die_area_mm2
     dpw = np.asarray(dies_per_wafer(a, diameter), dtype=float)
     y = np.asarray(negative_binomial_yield(a, d0, alpha), dtype=float)
     one_die = np.asarray(die_cost(a, wafer, d0, alpha, diameter), dtype=float)
     dies = area.dies * one_die
 
-    base_n = area_mod.base_die_count(area.base_area_mm2)
-    base_node = area_mod._process(area_mod.BASE_DIE_PROCESS)
+    base_n = area_mod.base_die_count(area.base_area_mm2, tech)
+    base_node = area_mod._process(area_mod.BASE_DIE_PROCESS, tech)
     has_base = base_n > 0
     base_each = np.where(has_base, area.base_area_mm2 / np.where(has_base, base_n, 1.0), 1.0)
     base = np.where(has_base, base_n * np.asarray(
         die_cost(base_each, base_node.wafer_cost, base_node.defect_density, alpha, diameter), dtype=float), 0.0)
 
     kind = chips.get("memory.kind", 0.0)
-    per_byte = np.nan_to_num(area_mod._by_name(mems, lambda m: area_mod._memory(m).cost_per_byte, n))
+    per_byte = np.nan_to_num(area_mod._by_name(mems, lambda m: area_mod._memory(m, tech).cost_per_byte, n))
     raw_hbm = chips.get("hbm.stacks", 0.0) * chips.get("hbm.capacity_per_stack", 0.0)
     raw = np.where(kind == 0.0, raw_hbm, np.where(kind == 1.0, chips.get("memory.capacity", 0.0), 0.0))
     memory_usd = np.nan_to_num(raw) * per_byte

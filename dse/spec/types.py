@@ -30,6 +30,7 @@ def _quantity(dimension: str):
         except UnitError as e:
             raise ValueError(str(e)) from None
 
+    parse.dimension = dimension  # lets design spaces parse a parameter's values in the field's unit
     return parse
 
 

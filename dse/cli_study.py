@@ -1,0 +1,61 @@
+"""`dse run`, `dse report`, `dse pareto` (argument parsing only)."""
+
+from __future__ import annotations
+
+
+def _run(args) -> int:
+    from dse.results import format_table, pareto_table
+    from dse.study import run_study
+    from dse.results import read_results
+
+    table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
+                      out=args.out, progress=not args.quiet)
+    from dse.study_spec import load_study
+
+    spec = load_study(args.study)
+    out = args.out or spec.output
+    _, meta, _ = read_results(out)
+    front = pareto_table(table, meta)
+    print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "
+          f"({meta['elapsed_s']:.1f} s). Results in {out}/")
+    print(format_table(front.head(20), meta))
+    return 0
+
+
+def _report(args) -> int:
+    from dse.report import regenerate
+
+    regenerate(args.dir)
+    print(f"reports written to {args.dir}/")
+    return 0
+
+
+def _pareto(args) -> int:
+    from dse.results import format_table, pareto_table, read_results
+
+    table, meta, _ = read_results(args.dir)
+    front = pareto_table(table, meta, x=args.x, y=args.y)
+    print(format_table(front, meta))
+    return 0
+
+
+def register(sub) -> None:
+    r = sub.add_parser("run", help="run a study (YAML) end to end: search, results, reports")
+    r.add_argument("study")
+    r.add_argument("--trials", type=int, help="number of designs to evaluate (the budget)")
+    r.add_argument("--workers", type=int, help="worker processes")
+    r.add_argument("--storage", help="Optuna storage URL (default: a journal file in the output folder)")
+    r.add_argument("--seed", type=int)
+    r.add_argument("--out", help="output folder (default: the study's output)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_run)
+
+    p = sub.add_parser("report", help="regenerate report.md, plots and report.html of a results folder")
+    p.add_argument("dir")
+    p.set_defaults(func=_report)
+
+    q = sub.add_parser("pareto", help="print the Pareto front of a results folder over two objectives")
+    q.add_argument("dir")
+    q.add_argument("--x", help="first objective (default: the study's first)")
+    q.add_argument("--y", help="second objective (default: the study's second)")
+    q.set_defaults(func=_pareto)
