@@ -613,6 +613,8 @@ class Chips:
 
     def _rederive(self, changed: set[str]) -> None:
         a = self.arrays
+        if "hbm.stacks" in changed and "hbm.stack_sites" in a and "hbm.stack_sites" not in changed:
+            a["hbm.stack_sites"] = a["hbm.stacks"].copy()  # a design with n stacks has n sites
         if "hbm.stacks" in a and changed & {"hbm.stacks", "hbm.pin_rate", "hbm.pins_per_stack", "hbm.layers",
                                             "hbm.capacity_per_layer", "hbm.capacity_per_stack"}:
             if changed & {"hbm.layers", "hbm.capacity_per_layer"} and "hbm.layers" in a:

@@ -303,6 +303,7 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
             cat = catalog_points(spec)
             write_results(out_dir, table, meta, cat)
             write_reports(out_dir, table, meta, cat)
+        result.require_feasible()  # no feasible point: the report is written, the CLI exits 2 naming the cause
     return table
 
 

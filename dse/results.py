@@ -1,0 +1,588 @@
+"""A study's results on disk: write them atomically, read them back, pick the front, print it.
+
+A results folder holds (all written by :func:`write_results`):
+
+    trials.parquet   one row per evaluated design point, exact dtypes (read back by dse)
+    trials.csv       the same table for people and other tools
+    pareto.csv       the feasible rank-0 rows, best first by the first objective
+    meta.json        the study: name, question, objectives, constraints, space, solver, ...
+    catalog.csv      the catalog chips evaluated on the same workloads (header only if none)
+
+Table columns (the contract with :mod:`dse.study`): ``trial``; parameters
+``p.<param>`` (SI floats, ints, or strings for choices); objectives
+``obj.<name>``; constraints ``con.<name>`` (<= 0 feasible, the magnitude is the
+violation in the constraint's unit); metrics ``m.<metric>``; ``feasible``
+(bool); ``pareto_rank`` (0 = front over all objectives, -1 = infeasible).
+
+Every file goes through :func:`atomic_write` (temp file in the same folder,
+fsync, ``os.replace``), so a crash leaves either the old file or the new one,
+never half of one, and never a stray temp file. Output names are confined to
+the output folder (:func:`confined_path`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from functools import cache
+from html import escape
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import SpecError, unknown_name
+from dse.pareto import MAXIMIZE, check_directions, non_dominated_sort
+from dse.units import DIMENSIONS, dim_name, format_quantity, parse_unit
+
+__all__ = [
+    "TRIALS_PARQUET",
+    "TRIALS_CSV",
+    "PARETO_CSV",
+    "META_JSON",
+    "CATALOG_CSV",
+    "RESULT_FILES",
+    "atomic_write",
+    "confined_path",
+    "write_results",
+    "read_results",
+    "check_meta",
+    "prepare_table",
+    "objective_column",
+    "objective_names",
+    "objective_directions",
+    "front",
+    "pareto_table",
+    "format_value",
+    "format_column",
+    "column_label",
+    "format_table",
+]
+
+TRIALS_PARQUET = "trials.parquet"
+TRIALS_CSV = "trials.csv"
+PARETO_CSV = "pareto.csv"
+META_JSON = "meta.json"
+CATALOG_CSV = "catalog.csv"
+RESULT_FILES = (TRIALS_PARQUET, TRIALS_CSV, PARETO_CSV, CATALOG_CSV, META_JSON)
+
+Writer = Callable[[IO[bytes]], Any]
+
+
+# ------------------------------------------------------------ atomic files
+
+
+@cache
+def _umask() -> int:
+    """The process umask (read once; os.umask can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def confined_path(root: str | os.PathLike, name: str | os.PathLike) -> Path:
+    """``root / name``, refusing any name that could land outside ``root``.
+
+    ``name`` must be relative (no leading '/', no drive letter), must not
+    contain a '..' part, and must not resolve (through symlinks) outside
+    ``root``. Sub-folders (``plots/a.png``) are fine. SpecError otherwise.
+    """
+    text = os.fspath(name)
+    if not isinstance(text, str) or not text.strip() or text.strip() in (".", "./"):
+        raise SpecError(f"output file name {name!r}: expected a file name inside the output folder")
+    if "\x00" in text:
+        raise SpecError(f"output file name {text!r}: contains a NUL character")
+    posix, win = PurePosixPath(text), PureWindowsPath(text)
+    if posix.is_absolute() or win.is_absolute() or win.drive or text.startswith(("/", "\\")):
+        raise SpecError(f"output file name {text!r}: absolute paths are refused; give a name inside the output folder")
+    if ".." in posix.parts or ".." in win.parts:
+        raise SpecError(f"output file name {text!r}: '..' is refused; files stay inside the output folder")
+    base = Path(root).resolve()
+    target = (base / text).resolve()
+    if target != base and base not in target.parents:
+        raise SpecError(f"output file name {text!r} resolves to {target}, outside the output folder {base}")
+    if target == base:
+        raise SpecError(f"output file name {text!r}: names the output folder itself, not a file in it")
+    return target
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str | Writer, *,
+                 root: str | os.PathLike | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically; return the final path.
+
+    ``data`` is bytes, text (written as UTF-8), or a callable that writes to
+    the binary file object it is given (``lambda f: df.to_parquet(f)``). The
+    bytes go to a temp file in the same folder, which is flushed and fsynced
+    and then moved over ``path`` with ``os.replace`` (atomic on POSIX and
+    Windows); the folder is fsynced afterwards where the OS allows. If
+    anything fails, including the callable, the temp file is removed, the
+    previous ``path`` is left as it was, and the exception propagates.
+
+    With ``root``, ``path`` is a name relative to ``root`` and is checked by
+    :func:`confined_path` (no absolute paths, no '..', no symlink escapes).
+    Missing parent folders are created.
+    """
+    target = confined_path(root, path) if root is not None else Path(path)
+    if not (isinstance(data, (bytes, bytearray, memoryview, str)) or callable(data)):
+        raise TypeError(f"atomic_write: data must be bytes, str or a callable, got {type(data).__name__}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(data, str):
+                f.write(data.encode("utf-8"))
+            elif isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                data(f)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes the file 0600; give it the mode a plain open() would have
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------ meta and table
+
+
+def _prefixed(table: pd.DataFrame, prefix: str) -> list[str]:
+    return [c for c in table.columns if isinstance(c, str) and c.startswith(prefix)]
+
+
+def objective_names(meta: Mapping) -> list[str]:
+    return [str(o["name"]) for o in meta.get("objectives") or []]
+
+
+def objective_directions(meta: Mapping) -> dict[str, str]:
+    return {str(o["name"]): str(o.get("direction", "")) for o in meta.get("objectives") or []}
+
+
+def check_meta(meta: Any, table: pd.DataFrame | None = None, where: str = "meta") -> None:
+    """SpecError listing every problem of ``meta`` (and of ``table`` against it)."""
+    if not isinstance(meta, Mapping):
+        raise SpecError(f"{where}: expected a mapping (the study's meta data), got {type(meta).__name__}")
+    problems: list[str] = []
+    objs = meta.get("objectives")
+    if not isinstance(objs, Sequence) or isinstance(objs, str) or not objs:
+        problems.append(f"{where}.objectives: expected a non-empty list of {{name, direction, unit}}, got {objs!r}")
+        objs = []
+    for i, o in enumerate(objs):
+        if not isinstance(o, Mapping) or "name" not in o:
+            problems.append(f"{where}.objectives[{i}]: expected {{name, direction, unit}}, got {o!r}")
+            continue
+        try:
+            check_directions([o.get("direction")])
+        except SpecError as e:
+            problems.append(f"{where}.objectives[{i}] ({o['name']}): {e}")
+        if table is not None and f"obj.{o['name']}" not in table.columns:
+            problems.append(f"{where}.objectives[{i}]: the table has no column 'obj.{o['name']}'"
+                            f" (objective columns: {', '.join(_prefixed(table, 'obj.')) or 'none'})")
+    for i, c in enumerate(meta.get("constraints") or []):
+        if not isinstance(c, Mapping) or "name" not in c:
+            problems.append(f"{where}.constraints[{i}]: expected {{name, unit, params}}, got {c!r}")
+    if table is not None:
+        if not isinstance(table, pd.DataFrame):
+            problems.append(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+        elif "trial" not in table.columns:
+            problems.append("table: missing column 'trial'")
+    if problems:
+        raise SpecError(problems)
+
+
+def prepare_table(table: pd.DataFrame, meta: Mapping) -> pd.DataFrame:
+    """A copy of ``table`` with ``feasible`` and ``pareto_rank`` present.
+
+    Both normally come from the study; when missing, ``feasible`` is
+    "every con.* <= 0" and ``pareto_rank`` the non-dominated sort of the
+    feasible rows over all objectives (rows with a NaN objective count as
+    infeasible for the ranking).
+    """
+    check_meta(meta, table)
+    t = table.copy()
+    t.attrs = {}
+    if "feasible" not in t.columns:
+        cons = _prefixed(t, "con.")
+        feas = np.ones(len(t), dtype=bool)
+        for c in cons:
+            feas &= (pd.to_numeric(t[c], errors="coerce") <= 0).to_numpy()
+        t["feasible"] = feas
+    else:
+        t["feasible"] = t["feasible"].fillna(False).astype(bool)
+    if "pareto_rank" not in t.columns:
+        names = objective_names(meta)
+        t["pareto_rank"] = _ranks(t, [f"obj.{n}" for n in names], [objective_directions(meta)[n] for n in names])
+    return t
+
+
+def _ranks(t: pd.DataFrame, cols: list[str], directions: list[str]) -> np.ndarray:
+    F = np.column_stack([pd.to_numeric(t[c], errors="coerce").to_numpy(dtype=float) for c in cols]) \
+        if len(t) else np.empty((0, len(cols)))
+    feas = t["feasible"].to_numpy(dtype=bool) & ~np.isnan(F).any(axis=1)
+    if len(t) == 0:
+        return np.empty(0, dtype=np.int64)
+    return non_dominated_sort(F, directions, feasible=feas)
+
+
+def objective_column(meta: Mapping, name: str) -> str:
+    """'latency_per_token' or 'obj.latency_per_token' -> 'obj.latency_per_token'; SpecError if unknown."""
+    names = objective_names(meta)
+    bare = name[4:] if isinstance(name, str) and name.startswith("obj.") else name
+    if bare not in names:
+        raise SpecError(unknown_name("objective", str(name), names))
+    return f"obj.{bare}"
+
+
+def _sort_best_first(df: pd.DataFrame, col: str, direction: str) -> pd.DataFrame:
+    keys = [col] + (["trial"] if "trial" in df.columns else [])
+    asc = [direction != MAXIMIZE] + [True] * (len(keys) - 1)
+    return df.sort_values(keys, ascending=asc, kind="mergesort", na_position="last")
+
+
+def front(table: pd.DataFrame, meta: Mapping) -> pd.DataFrame:
+    """The study's front: feasible rows of pareto_rank 0, best first by the first objective."""
+    t = prepare_table(table, meta)
+    rows = t[t["feasible"] & (t["pareto_rank"] == 0)]
+    first = objective_names(meta)[0]
+    return _sort_best_first(rows, f"obj.{first}", objective_directions(meta)[first]).reset_index(drop=True)
+
+
+def pareto_table(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: str | None = None) -> pd.DataFrame:
+    """The Pareto front of the feasible points, as rows of ``table``.
+
+    With neither ``x`` nor ``y``: the study's own front (``pareto_rank == 0``
+    over all objectives), best first by the first objective. With ``x`` and/or
+    ``y``: the front over just those two objectives, recomputed with
+    :func:`dse.pareto.non_dominated_sort` (``x`` defaults to the first
+    objective, ``y`` to the first other one), sorted best first by ``x``.
+    Names are accepted with or without the ``obj.`` prefix; an unknown name
+    is a SpecError with the closest match. Feasible rows with a NaN in a
+    chosen objective are left out.
+    """
+    if x is None and y is None:
+        return front(table, meta)
+    t = prepare_table(table, meta)
+    names = objective_names(meta)
+    dirs = objective_directions(meta)
+    xc = objective_column(meta, x) if x is not None else f"obj.{names[0]}"
+    if y is not None:
+        yc = objective_column(meta, y)
+    else:
+        others = [f"obj.{n}" for n in names if f"obj.{n}" != xc]
+        yc = others[0] if others else None
+    cols = [xc] if yc is None or yc == xc else [xc, yc]
+    ranks = _ranks(t, cols, [dirs[c[4:]] for c in cols])
+    rows = t[ranks == 0]
+    return _sort_best_first(rows, xc, dirs[xc[4:]]).reset_index(drop=True)
+
+
+# ------------------------------------------------------------ writing
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset)):
+        return sorted(o, key=str)
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    if isinstance(o, (pd.Timestamp, pd.Timedelta)):
+        return str(o)
+    raise TypeError(f"meta: {type(o).__name__} {o!r} is not JSON-serializable")
+
+
+def _parquet_ready(df: pd.DataFrame) -> pd.DataFrame:
+    """Object columns holding several Python types (e.g. choices [1, 'auto']) become strings."""
+    out = df.copy()
+    out.attrs = {}
+    for c in out.columns:
+        col = out[c]
+        if col.dtype == object:
+            kinds = {type(v) for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))}
+            if len(kinds) > 1:
+                out[c] = col.map(lambda v: v if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    return out
+
+
+def _csv_bytes(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode("utf-8")
+
+
+def write_results(out_dir: str | os.PathLike, table: pd.DataFrame, meta: Mapping,
+                  catalog: pd.DataFrame | None = None) -> dict[str, Path]:
+    """Write trials.parquet, trials.csv, pareto.csv, catalog.csv and meta.json into ``out_dir``.
+
+    Each file is written atomically; meta.json is written last, so a folder
+    whose meta.json is present holds a complete set. ``catalog`` None writes a
+    header-only catalog.csv (so no stale one from an earlier run survives).
+    Returns {file name: path}.
+    """
+    t = prepare_table(table, meta)
+    meta_text = json.dumps(dict(meta), indent=2, default=_json_default, ensure_ascii=False) + "\n"
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    par = _parquet_ready(t)
+    written = {
+        TRIALS_PARQUET: atomic_write(TRIALS_PARQUET, lambda f: par.to_parquet(f, index=False), root=root),
+        TRIALS_CSV: atomic_write(TRIALS_CSV, _csv_bytes(t), root=root),
+        PARETO_CSV: atomic_write(PARETO_CSV, _csv_bytes(front(t, meta)), root=root),
+    }
+    cat = catalog if catalog is not None else pd.DataFrame({"chip": pd.Series([], dtype=str)})
+    if "chip" not in cat.columns:
+        raise SpecError(f"catalog: expected a column 'chip', got columns {list(cat.columns)}")
+    written[CATALOG_CSV] = atomic_write(CATALOG_CSV, _csv_bytes(cat), root=root)
+    written[META_JSON] = atomic_write(META_JSON, meta_text, root=root)
+    return written
+
+
+# ------------------------------------------------------------ reading
+
+
+def read_results(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
+    """``(table, meta, catalog)`` from a results folder; catalog is None if it has no rows.
+
+    SpecError, saying what is wrong, when ``out_dir`` does not exist, is not a
+    folder, or is not a dse results folder (no meta.json, no trials table,
+    unreadable files, meta that does not match the table).
+    """
+    d = Path(out_dir)
+    expected = f"a dse results folder holds {', '.join(RESULT_FILES)} (written by `dse run STUDY`)"
+    if not d.exists():
+        raise SpecError(f"results folder {d}: does not exist; {expected}")
+    if not d.is_dir():
+        raise SpecError(f"results folder {d}: is a file, not a folder; {expected}")
+    meta_p = d / META_JSON
+    if not meta_p.is_file():
+        raise SpecError(f"{d} is not a dse results folder: {META_JSON} is missing; {expected}")
+    try:
+        meta = json.loads(meta_p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SpecError(f"{meta_p}: cannot be read as JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise SpecError(f"{meta_p}: expected a JSON object, got {type(meta).__name__}")
+    pq, csv = d / TRIALS_PARQUET, d / TRIALS_CSV
+    try:
+        if pq.is_file():
+            table = pd.read_parquet(pq)
+        elif csv.is_file():
+            table = pd.read_csv(csv)
+        else:
+            raise SpecError(f"{d} is not a dse results folder: neither {TRIALS_PARQUET} nor {TRIALS_CSV} is there;"
+                            f" {expected}")
+    except SpecError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any reader failure is a broken file, said once
+        raise SpecError(f"{pq if pq.is_file() else csv}: cannot be read ({type(e).__name__}: {e})") from None
+    check_meta(meta, table, where=str(meta_p))
+    catalog = None
+    cat_p = d / CATALOG_CSV
+    if cat_p.is_file():
+        try:
+            catalog = pd.read_csv(cat_p)
+        except pd.errors.EmptyDataError:
+            catalog = None
+        except Exception as e:  # noqa: BLE001
+            raise SpecError(f"{cat_p}: cannot be read ({type(e).__name__}: {e})") from None
+        if catalog is not None and len(catalog) == 0:
+            catalog = None
+    return table, meta, catalog
+
+
+# ------------------------------------------------------------ formatting
+
+# dimensions that format_quantity scales (ms, us, GB, ...); the others print as a number + unit
+_SCALED = {"bytes", "bandwidth", "time", "frequency", "power", "energy", "flop_rate", "flops"}
+# metric-name suffixes -> dimension (SI inside: names carry their unit)
+_SUFFIX_DIM = [
+    ("_bytes_per_s", "bandwidth"), ("_flop_per_s", "flop_rate"), ("_flops", "flops"),
+    ("_mm2", "area"), ("_bytes", "bytes"), ("_hz", "frequency"), ("_usd", "money"),
+    ("_s", "time"), ("_w", "power"), ("_j", "energy"),
+]
+_UNIT_OF_DIM = {"area": "mm^2", "money": "$"}
+
+
+def _dimension(unit: str | None) -> tuple[str | None, str]:
+    """A unit string ('s', 'mm^2', 'bytes', 'Hz', or a dimension name) -> (dimension or None, unit label)."""
+    if not unit or not isinstance(unit, str):
+        return None, ""
+    if unit in DIMENSIONS:
+        return unit, _UNIT_OF_DIM.get(unit, "" if unit == "dimensionless" else unit)
+    try:
+        factor, dim = parse_unit(unit)
+    except Exception:  # noqa: BLE001 - an unknown unit is only a label here
+        return None, unit
+    name = dim_name(dim)
+    if factor == 1.0 and name in DIMENSIONS and name != "dimensionless":
+        return name, unit
+    return None, unit
+
+
+def _num(v: float, digits: int = 4) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}" if abs(int(v)) >= 10_000 else str(int(v))
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == int(v) and abs(v) < 1e15:
+        return f"{int(v):,}" if abs(v) >= 10_000 else str(int(v))
+    if 1e4 <= abs(v) < 1e9:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def format_value(value: Any, unit: str | None = None, digits: int = 4) -> str:
+    """One value for people: 3.2e-3 's' -> '3.2 ms'; 814.0 'mm^2' -> '814 mm^2'; 'fp8' -> 'fp8'."""
+    if value is None:
+        return "-"
+    if isinstance(value, (str, bytes)):
+        return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return _num(v)
+    dim, label = _dimension(unit)
+    if dim in _SCALED:
+        return format_quantity(v, dim, digits)
+    text = _num(value if isinstance(value, (int, np.integer)) else v, digits)
+    return f"{text} {label}" if label else text
+
+
+def _space_units(meta: Mapping) -> dict[str, str]:
+    return {str(s.get("name")): s.get("unit") or "" for s in meta.get("space") or [] if isinstance(s, Mapping)}
+
+
+def _column_unit(col: str, meta: Mapping) -> str:
+    """The unit of a table column, from meta (objectives, constraints, space) or the metric's name."""
+    if col.startswith("obj."):
+        return next((str(o.get("unit") or "") for o in meta.get("objectives") or [] if o.get("name") == col[4:]), "")
+    if col.startswith("con."):
+        return next((str(c.get("unit") or "") for c in meta.get("constraints") or [] if c.get("name") == col[4:]), "")
+    if col.startswith("p."):
+        return str(_space_units(meta).get(col[2:], "") or "")
+    if col.startswith("m."):
+        name = col[2:].lower()
+        for suffix, dim in _SUFFIX_DIM:
+            if name.endswith(suffix):
+                return dim
+    return ""
+
+
+def format_column(values: Sequence, col: str, meta: Mapping, digits: int = 4) -> list[str]:
+    unit = _column_unit(col, meta)
+    return [format_value(v, unit, digits) for v in values]
+
+
+def column_label(col: str, meta: Mapping | None = None) -> str:
+    """'obj.latency_per_token' -> 'latency_per_token'; 'p.hbm.stacks' -> 'hbm.stacks'."""
+    for prefix in ("obj.", "con.", "p.", "m."):
+        if col.startswith(prefix):
+            return col[len(prefix):]
+    return col
+
+
+def _default_columns(df: pd.DataFrame, meta: Mapping) -> list[str]:
+    cols = ["trial"] if "trial" in df.columns else []
+    cols += _prefixed(df, "p.")
+    cols += [f"obj.{n}" for n in objective_names(meta) if f"obj.{n}" in df.columns]
+    cols += [c for c in ("m.bound",) if c in df.columns]
+    return cols
+
+
+def format_table(df: pd.DataFrame, meta: Mapping, *, columns: Sequence[str] | None = None,
+                 max_rows: int | None = None, fmt: str = "text", digits: int = 4) -> str:
+    """``df`` (rows of a results table) as a table for people.
+
+    Columns default to trial, the parameters, the objectives and m.bound;
+    prefixes are dropped from the headers and values carry their units
+    (``3.2 ms``, ``80 GB``, ``814 mm^2``). ``fmt`` is 'text' (aligned
+    columns), 'markdown' or 'html'. ``max_rows`` keeps the first rows and
+    says how many were left out.
+    """
+    if fmt not in ("text", "markdown", "html"):
+        raise SpecError(unknown_name("table format", fmt, ["text", "markdown", "html"]))
+    cols = list(columns) if columns is not None else _default_columns(df, meta)
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise SpecError([unknown_name("column", c, list(df.columns)) for c in missing])
+    shown = df if max_rows is None else df.head(max_rows)
+    left = len(df) - len(shown)
+    headers = [column_label(c, meta) for c in cols]
+    cells = [format_column(shown[c].tolist(), c, meta, digits) for c in cols]
+    rows = [list(r) for r in zip(*cells)] if cells else []
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
+    note = f"... {left} more row{'s' if left != 1 else ''}" if left > 0 else ""
+    if fmt == "markdown":
+        def md(s: str) -> str:
+            return s.replace("|", "\\|").replace("\n", " ")
+        out = ["| " + " | ".join(md(h) for h in headers) + " |",
+               "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+        out += ["| " + " | ".join(md(v) for v in r) + " |" for r in rows]
+        if note:
+            out += ["", f"*{note}*"]
+        return "\n".join(out)
+    if fmt == "html":
+        head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+        body = "".join(
+            "<tr>" + "".join(f'<td class="{"num" if n else "txt"}">{escape(v)}</td>' for v, n in zip(r, numeric))
+            + "</tr>" for r in rows)
+        foot = f'<p class="note">{escape(note)}</p>' if note else ""
+        return f'<table class="results"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{foot}'
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(vals: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if n else v.ljust(w) for v, w, n in zip(vals, widths, numeric)).rstrip()
+    out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    if note:
+        out.append(note)
+    return "\n".join(out)
+
+
+def _safe_name(text: str) -> str:
+    """A file-name-safe version of an objective name (for plot files)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("._") or "x"
+
+
+def to_bytes_png(fig) -> bytes:  # pragma: no cover - small helper kept for callers
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

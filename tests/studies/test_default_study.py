@@ -1,0 +1,127 @@
+"""The README's default study, end to end, with a reduced budget, and its stated conclusion.
+
+Conclusion (studies/qwen3-8b-decode-chip.yaml): decode at small batch is
+bandwidth-bound, so the fastest feasible designs are memory-bound and use the
+most HBM stacks the die's shoreline allows (6 on a reticle-class die:
+3 per 33 mm edge, technology.md).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dse.cli import main
+from dse.study import run_study
+
+STUDIES = Path(__file__).resolve().parents[2] / "studies"
+DEFAULT = STUDIES / "qwen3-8b-decode-chip.yaml"
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("default")
+    table = run_study(DEFAULT, trials=600, out=out)
+    return out, table
+
+
+def test_default_study_writes_every_file(default_run):
+    out, table = default_run
+    for name in ("trials.parquet", "trials.csv", "pareto.csv", "report.md", "report.html", "study.journal"):
+        assert (out / name).exists(), name
+    assert list((out / "plots").glob("*.png"))
+    assert len(table) == 600
+
+
+def test_fastest_designs_are_bandwidth_bound_with_max_stacks(default_run):
+    _, table = default_run
+    feas = table[table.feasible]
+    assert len(feas) > 50
+    fastest = feas.nsmallest(10, "obj.latency_per_token")
+    assert (fastest["m.bound"] == "memory").all()
+    # the most stacks the shoreline allows on these dies
+    assert (fastest["p.hbm.stacks"] == fastest["m.hbm_shoreline_stacks"]).all()
+    assert fastest["p.hbm.stacks"].max() == 6
+
+
+def test_constraints_hold_on_the_front(default_run):
+    _, table = default_run
+    front = table[table.pareto_rank == 0]
+    assert len(front) > 0
+    assert (front["m.die_area_mm2"] <= 858 + 1e-9).all()  # reticle, technology.md
+    assert (front["p.hbm.stacks"] <= front["m.hbm_shoreline_stacks"]).all()
+    assert (front["m.resident_bytes"] <= front["m.capacity_bytes"]).all()
+
+
+def test_resume_reaches_budget_exactly(tmp_path):
+    out = tmp_path / "r"
+    run_study(DEFAULT, trials=200, out=out, write=False)
+    table = run_study(DEFAULT, trials=300, out=out, write=False)
+    assert len(table) == 300  # 200 loaded from the journal + 100 new
+
+
+def test_second_run_on_same_folder_refused(tmp_path):
+    from dse.errors import SpecError
+    from dse.study import OutputLock
+
+    with OutputLock(tmp_path):
+        with pytest.raises(SpecError, match="another `dse run` is using this output folder"):
+            run_study(DEFAULT, trials=10, out=tmp_path, write=False)
+
+
+BROKEN = [
+    ("typo in top key", "objectivs: [latency_per_token]\n", "did you mean 'objectives'"),
+    ("unknown objective", None, "did you mean"),
+    ("empty space", None, "no design space"),
+    ("bad space unit", None, "frequency"),
+]
+
+
+def _study(tmp_path, text):
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return p
+
+
+BASE = """\
+name: t
+workloads: [{model: qwen3-8b, phase: decode, batch: 1, context: 1024}]
+base: h100-sxm
+space:
+  hbm.stacks: {int: [1, 6]}
+constraints: [reticle]
+objectives: [latency_per_token, die_area]
+solver: {method: nsga2, trials: 20, batch: 10}
+"""
+
+
+def test_broken_study_files_exit_2(tmp_path, capsys):
+    cases = [
+        (BASE + "objectivs: [x]\n", "did you mean 'objectives'"),
+        (BASE.replace("latency_per_token", "latency_per_tokn"), "did you mean 'latency_per_token'"),
+        (BASE.replace("hbm.stacks: {int: [1, 6]}", "clock: {float: [1 GB, 2 GHz]}"), "frequency"),
+        (BASE.replace("hbm.stacks", "hbm.stakcs"), "did you mean 'hbm.stacks'"),
+        (BASE.replace("trials: 20", "trials: -3"), "solver.trials"),
+    ]
+    for text, words in cases:
+        p = _study(tmp_path, text)
+        code = main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2, (text, err)
+        assert words in err and f"{p}:" in err, (words, err)
+        assert "Traceback" not in err
+        assert not (tmp_path / "o" / "trials.csv").exists()  # a spec error writes nothing
+
+
+def test_empty_space_exit_2(tmp_path, capsys):
+    p = _study(tmp_path, BASE.replace("space:\n  hbm.stacks: {int: [1, 6]}\n", ""))
+    assert main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "no design space" in capsys.readouterr().err
+
+
+def test_no_feasible_point_names_the_constraint(tmp_path, capsys):
+    p = _study(tmp_path, BASE.replace("constraints: [reticle]", "constraints: {reticle: {max: 10 mm^2}}"))
+    code = main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "reticle" in err and "no feasible" in err
