@@ -67,6 +67,8 @@ _EXTRA_COMMANDS: list = []
 def _load_extra_commands() -> None:
     import importlib
 
+    if _EXTRA_COMMANDS:
+        return
     for mod in ("dse.cli_eval", "dse.cli_study", "dse.cli_whatif", "dse.cli_calibrate"):
         try:
             m = importlib.import_module(mod)

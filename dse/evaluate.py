@@ -13,6 +13,13 @@ one resource adds, dependent stages add):
     t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
     t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
     step     = sum over operators of count x t_op + step overhead + link time
+
+Speed (it is the inner loop of every search): a chip input that is the same
+for every point (the base chip's value where a search does not vary it) is
+kept as one (1, 1) value and broadcast, so only what varies is computed per
+point; the N points are evaluated in blocks that stay in the CPU cache. The
+arithmetic per element is the same either way, so N points at once give the
+same numbers as one at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +32,6 @@ import pandas as pd
 
 from dse.hardware import Chips
 from dse.model import power as pw
-from dse.model.tiling import pad
 from dse.precision import get_format
 
 RESOURCES = ("matrix", "vector", "memory")
@@ -33,6 +39,9 @@ RESOURCES = ("matrix", "vector", "memory")
 # fall-back order when a chip lacks a format: run it on the next wider format the chip has
 _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "int8",
           "fp16", "bf16", "tf32", "fp32"]
+
+#: (point x operator) elements per block: big enough to amortize numpy's per-call cost, small enough for the cache
+_BLOCK_ELEMENTS = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,29 @@ def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     return rate, energy
 
 
+def _pad(x, q):
+    """ceil(x / q) q for whole-number floats (same values as dse.model.tiling.pad, without its checks)."""
+    return np.ceil(x / q) * q
+
+
+def _tiles(im, inn, ik, buf, units, ops: OpTable):
+    """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`."""
+    e = np.maximum(ops.ea, ops.eb)
+    tk = 4 * ik
+    buf = np.maximum(buf, 16 * 1024)
+    # 4 T tk e + 4 T^2 <= buf  ->  T = (-b + sqrt(b^2 + 16 buf)) / 8 with b = 4 tk e
+    b = 4 * tk * e
+    t = (-b + np.sqrt(b * b + 16 * buf)) / 8
+    q = np.maximum(im, inn)
+    t = np.clip(np.floor(t / q) * q, q, 256)
+    tm = np.minimum(t, _pad(np.maximum(ops.m, 1), im))
+    tn = np.minimum(t, _pad(np.maximum(ops.n, 1), inn))
+    tiles = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
+    ksteps = np.maximum(np.ceil(ops.k / tk), 1)
+    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, ksteps)
+    return tm, tn, tk, split
+
+
 def default_tiles(chips: Chips, ops: OpTable):
     """Output tile (T_M, T_N), T_K and split-K from a buffer-filling heuristic (seed 004 §4.3.2, §4.4.2).
 
@@ -124,58 +156,107 @@ def default_tiles(chips: Chips, ops: OpTable):
     padded operator; split-K spreads a too-small grid of tiles over the units.
     The CP-SAT tile solver replaces this where the exact optimum matters.
     """
-    im, inn, ik = (chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
-                   chips.get("matrix.instruction.k", 16)[:, None])
-    e = np.maximum(ops.ea, ops.eb)[None, :]
-    tk = 4 * ik
-    buf = np.maximum(chips.get("local_buffer", 0.0), 16 * 1024)[:, None]
-    # 4 T tk e + 4 T^2 <= buf  ->  T = (-b + sqrt(b^2 + 16 buf)) / 8 with b = 4 tk e
-    b = 4 * tk * e
-    t = (-b + np.sqrt(b * b + 16 * buf)) / 8
-    q = np.maximum(im, inn)
-    t = np.clip(np.floor(t / q) * q, q, 256)
-    tm = np.minimum(t, pad(np.maximum(ops.m, 1)[None, :], im))
-    tn = np.minimum(t, pad(np.maximum(ops.n, 1)[None, :], inn))
-    tiles = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
-    units = chips.total_units[:, None]
-    ksteps = np.maximum(np.ceil(ops.k / tk), 1)
-    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, ksteps)
-    return tm, tn, tk, split
-
-
-def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
-                    fused_attention: bool = True) -> dict[str, np.ndarray]:
-    """Metrics as (N,) arrays (the fast path solvers use). See module docstring."""
-    ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
-    clock = chips["clock"][:, None]
-    units = chips.total_units[:, None]
-    ceff = chips.get("calibration.compute_efficiency", 1.0)[:, None]
-    beff = chips.get("calibration.bandwidth_efficiency", 1.0)[:, None]
+    cols = [chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
+            chips.get("matrix.instruction.k", 16)[:, None], chips.get("local_buffer", 0.0)[:, None],
+            chips.total_units[:, None]]
+    return tuple(np.broadcast_to(x, (N, O)) for x in _tiles(*cols, ops))
 
-    # ---- matrix rate per (point, op): a format the chip lacks runs on its next wider format
-    fpc = np.zeros((N, O))
-    e_flop = np.zeros((N, O))
-    for fmt in set(ops.formats):
-        cols = [i for i, f in enumerate(ops.formats) if f == fmt]
+
+# chip inputs the model reads: (name in the block, dotted chip key or a derived name, default)
+_INPUTS = (
+    ("clock", "clock", None), ("units", "_units", None), ("dies", "dies", None),
+    ("ceff", "calibration.compute_efficiency", 1.0), ("beff", "calibration.bandwidth_efficiency", 1.0),
+    ("koh", "calibration.kernel_overhead", 0.0), ("step_oh", "calibration.step_overhead", 0.0),
+    ("im", "matrix.instruction.m", 16), ("inn", "matrix.instruction.n", 16), ("ik", "matrix.instruction.k", 16),
+    ("buf", "local_buffer", 0.0), ("l2", "l2", 0.0), ("bw_raw", "memory.bandwidth", None),
+    ("lat", "memory_system.latency", 0.0), ("inflight", "memory_system.outstanding", 0.0),
+    ("txn", "memory_system.transaction", 128.0),
+    ("vfpc", "vector.flops_per_cycle", 0.0), ("xpc", "vector.exp_per_cycle", 0.0),
+    ("e_mem", "energy.memory", 0.0), ("e_l2", "energy.l2", 0.0), ("e_loc", "energy.local", 0.0),
+    ("e_vec", "energy.vector_flop", 0.0), ("static", "power.static", 0.0), ("tdp", "tdp", np.inf),
+    ("vscale", "power.voltage_scaling", 1.0), ("cap", "memory.capacity", None),
+)
+
+
+def _column(a: np.ndarray) -> np.ndarray:
+    """(1, 1) when every point has the same value, else (N, 1)."""
+    if a.shape[0] and a[0] == a[-1] and (a == a[0]).all():
+        return a[:1, None]
+    return a[:, None]
+
+
+def _chip_columns(chips: Chips, ops: OpTable) -> dict[str, np.ndarray]:
+    cols = {}
+    for name, key, default in _INPUTS:
+        if key == "_units":
+            a = chips.total_units
+        elif default is None:
+            a = chips[key]
+        else:
+            a = chips.get(key, default)
+        cols[name] = _column(np.asarray(a, dtype=float))
+    # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
+    fpc_cols, ef_cols = {}, {}
+    for fmt in sorted(set(ops.formats)):
         r, e = _format_rate(chips, fmt)
-        fpc[:, cols] = r[:, None]
-        e_flop[:, cols] = e[:, None]
+        fpc_cols[fmt], ef_cols[fmt] = _column(r), _column(e)
+    cols["_fpc"], cols["_ef"] = fpc_cols, ef_cols
+    # causal attention: padded FLOPs of the visible tiles, per distinct instruction shape
+    im, inn, ik = cols["im"][:, 0], cols["inn"][:, 0], cols["ik"][:, 0]
+    cols["_causal"] = {col: np.asarray(op.padded_flops(im, inn, ik), dtype=float).reshape(-1, 1)
+                       for col, op in ops.causal_ops}
+    return cols
+
+
+def _slice(cols: dict, s: int, e: int) -> dict:
+    out = {}
+    for k, v in cols.items():
+        if isinstance(v, dict):
+            out[k] = _slice(v, s, e)
+        else:
+            out[k] = v if v.shape[0] == 1 else v[s:e]
+    return out
+
+
+def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
+    """(rows, O) or (1, O) array of a per-format column."""
+    fmts = ops.formats
+    if len(per_fmt) == 1:
+        (v,) = per_fmt.values()
+        return np.broadcast_to(v, (v.shape[0], len(fmts)))
+    rows = max(v.shape[0] for v in per_fmt.values())
+    out = np.empty((rows, len(fmts)))
+    for fmt, v in per_fmt.items():
+        out[:, [i for i, f in enumerate(fmts) if f == fmt]] = v
+    return out
+
+
+def _sum(x, cnt):
+    """sum over operators of x x count: (rows, O) -> (rows,)."""
+    return (x * cnt).sum(axis=1)
+
+
+def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) -> dict:
+    """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
+    clock, units, ceff = c["clock"], c["units"], c["ceff"]
+    fpc = _by_format(c["_fpc"], ops)
+    e_flop = _by_format(c["_ef"], ops)
+    im, inn, ik = c["im"], c["inn"], c["ik"]
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     if tiles is None:
-        tm, tn, tk, split = default_tiles(chips, ops)
+        tm, tn, tk, split = _tiles(im, inn, ik, c["buf"], units, ops)
     else:
-        tm, tn, tk, split = (np.broadcast_to(np.asarray(x, dtype=float), (N, O)) for x in tiles)
-    im, inn, ik = (chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
-                   chips.get("matrix.instruction.k", 16)[:, None])
-    g = ops.is_gemm[None, :]
-    mp = pad(ops.m[None, :], im)
-    np_ = pad(ops.n[None, :], inn)
-    kp = pad(ops.k[None, :], ik)
-    padded_flops = np.where(g, 2.0 * mp * np_ * kp * ops.batch, ops.flops)
-    for col, op in ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
-        padded_flops[:, col] = op.padded_flops(im[:, 0], inn[:, 0], ik[:, 0])
+        tm, tn, tk, split = tiles
+    g = ops.is_gemm
+    padded_flops = np.where(g, 2.0 * _pad(ops.m, im) * _pad(ops.n, inn) * _pad(ops.k, ik) * ops.batch, ops.flops)
+    if ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
+        causal = c["_causal"]
+        rows = max(padded_flops.shape[0], *(v.shape[0] for v in causal.values()))
+        padded_flops = np.array(np.broadcast_to(padded_flops, (rows, padded_flops.shape[1])))
+        for col, v in causal.items():
+            padded_flops[:, col] = v[:, 0]
     tiles_out = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
     work_items = tiles_out * split
     waves = np.ceil(work_items / units)
@@ -184,15 +265,16 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
 
     # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
     # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
-    l2 = (chips.get("l2", 0.0) * chips["dies"])[:, None]
-    kk = np.maximum(ops.k, 1.0)[None, :]
+    l2 = c["l2"] * c["dies"]
+    kk = np.maximum(ops.k, 1.0)
     t2 = np.maximum(np.floor(l2 / (2.0 * kk * (ops.ea + ops.eb))), 1.0)  # rows (cols) of an L2-resident panel
-    rA = np.where(g & (ops.a_bytes[None, :] > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
-    rB = np.where(g & (ops.b_bytes[None, :] > l2), np.ceil(ops.m / np.maximum(tm, t2)), 1.0)
+    rA = np.where(g & (ops.a_bytes > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
+    rB = np.where(g & (ops.b_bytes > l2), np.ceil(ops.m / np.maximum(tm, t2)), 1.0)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
-    bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm), ops.a_bytes + ops.b_bytes) + ops.c_bytes
+    bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm),
+                         ops.a_bytes + ops.b_bytes) + ops.c_bytes
     # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
     # fit there, else through memory
     partial = np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
@@ -200,43 +282,38 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
     bytes_req = bytes_req + partial
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
-    bw = chips.memory_bandwidth * chips.get("calibration.bandwidth_efficiency", 1.0)
-    lat = chips.get("memory_system.latency", 0.0)
-    inflight = chips.get("memory_system.outstanding", 0.0)
-    txn = chips.get("memory_system.transaction", 128.0)
+    bw = c["bw_raw"] * c["beff"]
+    lat, inflight, txn = c["lat"], c["inflight"], c["txn"]
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where((lat > 0) & (inflight > 0), inflight * txn / lat, np.inf)
-    bw_eff = np.minimum(bw, cap)[:, None]
+    bw_eff = np.minimum(bw, cap)
     t_memory = bytes_mem / bw_eff
 
     # ---- vector unit (softmax, norms, activations)
-    vrate = units * chips.get("vector.flops_per_cycle", 0.0)[:, None] * clock
-    xrate = units * chips.get("vector.exp_per_cycle", 0.0)[:, None] * clock
+    vrate = units * c["vfpc"] * clock
+    xrate = units * c["xpc"] * clock
     with np.errstate(divide="ignore", invalid="ignore"):
         t_vector = np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0) + np.where(ops.exps > 0, ops.exps / xrate, 0.0)
     t_vector = np.where(np.isfinite(t_vector), t_vector, np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
-    e_mem = chips.get("energy.memory", 0.0)[:, None]
-    e_l2 = chips.get("energy.l2", 0.0)[:, None]
-    e_loc = chips.get("energy.local", 0.0)[:, None]
+    e_mem = c["e_mem"]
     local_bytes = np.where(g, tiles_out * ops.k * (tm + tn) * np.maximum(ops.ea, ops.eb), 0.0)
-    cnt = ops.count[None, :]
-    E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * chips.get("energy.vector_flop", 0.0)[:, None] \
-        + local_bytes * e_loc + bytes_req * e_l2
+    cnt = ops.count
+    E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * c["e_vec"] \
+        + local_bytes * c["e_loc"] + bytes_req * c["e_l2"]
     E_mem_op = bytes_mem * e_mem
 
     # ---- power ceiling: sustained clock (seed 004 §4.1.3), for compute-bound work at peak rate
-    static = chips.get("power.static", 0.0)
-    tdp = chips.get("tdp", np.inf)
-    tot_padded = (padded_flops * cnt).sum(axis=1)
-    e_per_flop = np.where(tot_padded > 0, (E_compute_op * cnt).sum(axis=1) / np.maximum(tot_padded, 1.0), 0.0)
-    peak_main = (rate * (padded_flops * cnt)).sum(axis=1) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
-    p_mem_full = pw.memory_power(bw, chips.get("energy.memory", 0.0))
+    static, tdp = c["static"], c["tdp"]
+    pf_cnt = padded_flops * cnt
+    tot_padded = pf_cnt.sum(axis=1, keepdims=True)
+    e_per_flop = np.where(tot_padded > 0, _sum(E_compute_op, cnt)[:, None] / np.maximum(tot_padded, 1.0), 0.0)
+    peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
+    p_mem_full = pw.memory_power(bw, e_mem)
     budget = pw.energy_budget_per_flop(tdp, peak_main, p_mem_full, static)
-    vs = chips.get("power.voltage_scaling", 1.0) > 0.5
-    clock_ratio = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(budget, e_per_flop, vs), 1.0)
-    cr = clock_ratio[:, None]
+    vs = c["vscale"] > 0.5
+    cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(budget, e_per_flop, vs), 1.0)
 
     with np.errstate(divide="ignore", invalid="ignore"):
         t_matrix = np.where(padded_flops > 0, padded_flops / (rate * cr * ceff * np.where(g, wave_eff, 1.0)), 0.0)
@@ -244,73 +321,126 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
     t_matrix = np.where(np.isfinite(t_matrix), t_matrix, np.inf)
     t_vector = t_vector / cr
 
-    koh = chips.get("calibration.kernel_overhead", 0.0)[:, None]
-    stack = np.stack([t_matrix, t_vector, t_memory])  # (3, N, O)
-    t_busy = stack.max(axis=0)
+    koh = c["koh"]
+    t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
     t_op = t_busy + koh
-    bound_idx = stack.argmax(axis=0)
+    # bound: the first resource with the largest time (matrix, vector, memory)
+    bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
 
-    step_oh = chips.get("calibration.step_overhead", 0.0)
-    time_s = (t_op * cnt).sum(axis=1) + step_oh
-    E_static = static * time_s
-    E_compute = (E_compute_op * cnt).sum(axis=1)
-    E_mem = (E_mem_op * cnt).sum(axis=1)
+    step_oh = c["step_oh"][:, 0]
+    time_s = _sum(t_op, cnt) + step_oh
+    E_compute = _sum(E_compute_op, cnt)
+    E_mem = _sum(E_mem_op, cnt)
+    E_static = static[:, 0] * time_s
     energy = E_compute + E_mem + E_static
-
-    tokens = float(workload.tokens_per_step)
-    flops = float((ops.flops * ops.count).sum())
-    bytes_mem_tot = (bytes_mem * cnt).sum(axis=1)
-    # where the time went (per resource, summed over operators by their bound)
+    bytes_mem_tot = _sum(bytes_mem, cnt)
     tw = t_op * cnt
+    t_bound = [(tw * (bound_idx == i)).sum(axis=1) for i in range(3)]
+    w = info
+    tokens, flops = w["tokens"], w["flops"]
+    cr1 = cr[:, 0]
+    peak_fmt = peak_main[:, 0]
     out = {
         "time_s": time_s,
-        "time_per_token_s": time_s / tokens if workload.phase == "decode" else time_s / tokens,
+        "time_per_token_s": time_s / tokens,
         "tokens_per_s": tokens / time_s,
-        "ttft_s": time_s if workload.phase == "prefill" else np.full(N, np.nan),
-        "t_matrix_s": (t_matrix * cnt).sum(axis=1),
-        "t_matrix_ideal_s": (t_matrix_ideal * cnt).sum(axis=1),
-        "t_vector_s": (t_vector * cnt).sum(axis=1),
-        "t_memory_s": (t_memory * cnt).sum(axis=1),
+        "ttft_s": time_s if w["phase"] == "prefill" else _NAN,
+        "t_matrix_s": _sum(t_matrix, cnt),
+        "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
+        "t_vector_s": _sum(t_vector, cnt),
+        "t_memory_s": _sum(t_memory, cnt),
         "t_overhead_s": (koh * cnt).sum(axis=1) + step_oh,
-        "time_matrix_bound_s": (tw * (bound_idx == 0)).sum(axis=1),
-        "time_vector_bound_s": (tw * (bound_idx == 1)).sum(axis=1),
-        "time_memory_bound_s": (tw * (bound_idx == 2)).sum(axis=1),
-        "flops": np.full(N, flops),
-        "padded_flops": (padded_flops * cnt).sum(axis=1),
+        "time_matrix_bound_s": t_bound[0],
+        "time_vector_bound_s": t_bound[1],
+        "time_memory_bound_s": t_bound[2],
+        "flops": np.array([flops]),
+        "padded_flops": pf_cnt.sum(axis=1),
         "bytes_memory": bytes_mem_tot,
-        "bytes_requested": (bytes_req * cnt).sum(axis=1),
+        "bytes_requested": _sum(bytes_req, cnt),
         "energy_j": energy,
         "energy_memory_j": E_mem,
         "energy_compute_j": E_compute,
         "energy_static_j": E_static,
         "energy_per_token_j": energy / tokens,
         "power_w": pw.average_power(energy, time_s),
-        "clock_ratio": clock_ratio,
-        "sustained_clock_hz": chips["clock"] * clock_ratio,
-        "mbu": bytes_mem_tot / time_s / chips.memory_bandwidth,
+        "clock_ratio": cr1,
+        "sustained_clock_hz": clock[:, 0] * cr1,
+        "mbu": bytes_mem_tot / time_s / c["bw_raw"][:, 0],
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit
     with np.errstate(divide="ignore", invalid="ignore"):
         op_power = np.where(t_op > 0, (E_compute_op + E_mem_op) / t_op, 0.0)
-    out["peak_power_w"] = static + op_power.max(axis=1)
-    out["tdp"] = tdp
-    out["quant_error"] = np.full(N, _quant_error(workload))
-    peak_fmt = (rate * cnt * padded_flops).sum(axis=1) / np.maximum((cnt * padded_flops).sum(axis=1), 1)
+    out["peak_power_w"] = static[:, 0] + op_power.max(axis=1)
+    out["tdp"] = tdp[:, 0]
+    out["quant_error"] = np.array([w["quant_error"]])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
-    bt = np.stack([out["time_matrix_bound_s"], out["time_vector_bound_s"], out["time_memory_bound_s"]])
-    out["bound_code"] = bt.argmax(axis=0)
+    # bound: the resource whose operators took the most time (first of matrix, vector, memory on a tie)
+    out["bound_code"] = np.where(t_bound[0] >= np.maximum(t_bound[1], t_bound[2]), 0,
+                                 np.where(t_bound[1] >= t_bound[2], 1, 2))
     # capacity (seed 004 §4.3.1)
-    cap_bytes = chips.memory_capacity
-    resident = float(workload.resident_bytes)
-    out["resident_bytes"] = np.full(N, resident)
+    cap_bytes = c["cap"][:, 0]
+    resident = w["resident"]
+    out["resident_bytes"] = np.array([resident])
     out["capacity_bytes"] = cap_bytes
     out["fits"] = resident <= cap_bytes
-    out["max_batch"] = _max_batch(workload, cap_bytes)
-    if breakdown:
+    out["max_batch"] = _max_batch(w["workload"], cap_bytes)
+    if want_ops:
         out["_ops"] = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
                            bytes_memory=bytes_mem, padded_flops=padded_flops, tm=tm, tn=tn, split=split,
-                           energy=E_compute_op + E_mem_op, count=ops.count, names=ops.names)
+                           energy=E_compute_op + E_mem_op)
     return out
+
+
+_NAN = np.array([np.nan])
+
+
+def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
+                    fused_attention: bool = True) -> dict[str, np.ndarray]:
+    """Metrics as (N,) arrays (the fast path solvers use). See module docstring."""
+    ops = op_table(workload, fused_attention)
+    N, O = chips.n, len(ops.names)
+    cols = _chip_columns(chips, ops)
+    info = _workload_info(workload, ops)
+    if tiles is not None:
+        tiles = tuple(_column2(np.asarray(x, dtype=float), N, O) for x in tiles)
+    block = N if breakdown else max(1, _BLOCK_ELEMENTS // max(O, 1))
+    if N <= block:
+        r = _evaluate_block(cols, ops, tiles, info, breakdown)
+        out = {k: (v if k == "_ops" or v.shape[0] == N else np.full(N, v[0], dtype=v.dtype)) for k, v in r.items()}
+    else:
+        out = None
+        for s in range(0, N, block):
+            e = min(N, s + block)
+            t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
+            r = _evaluate_block(_slice(cols, s, e), ops, t, info, False)
+            if out is None:
+                out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items()}
+            for k, v in r.items():
+                out[k][s:e] = v
+    # the chip's own arrays, as before (no copy)
+    out["tdp"] = chips.get("tdp", np.inf)
+    out["capacity_bytes"] = chips.memory_capacity
+    if breakdown:
+        o = {k: np.broadcast_to(v, (N, O)) for k, v in out["_ops"].items()}
+        o.update(count=ops.count, names=ops.names)
+        out["_ops"] = o
+    return out
+
+
+def _workload_info(workload, ops: OpTable) -> dict:
+    return {
+        "workload": workload, "phase": workload.phase, "tokens": float(workload.tokens_per_step),
+        "flops": float((ops.flops * ops.count).sum()), "resident": float(workload.resident_bytes),
+        "quant_error": _quant_error(workload),
+    }
+
+
+def _column2(x: np.ndarray, N: int, O: int) -> np.ndarray:
+    """A given tile array as (1, O) when the same for every point, else (N, O)."""
+    x = np.broadcast_to(x, (N, O))
+    if N > 1 and (x == x[:1]).all():
+        return np.array(x[:1])
+    return np.array(x)
 
 
 def _max_batch(workload, capacity):
@@ -324,6 +454,7 @@ def _max_batch(workload, capacity):
     return np.where(free >= 0, np.floor(free / (ctx * kv)), -1.0)
 
 
+@functools.lru_cache(maxsize=128)
 def _quant_error(workload) -> float:
     """Largest relative L2 round-trip error over the weight, activation and KV formats (Gaussian data)."""
     from dse.precision import quant_error

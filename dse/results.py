@@ -22,11 +22,9 @@ the output folder (:func:`confined_path`).
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
-import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
@@ -40,7 +38,7 @@ import pandas as pd
 
 from dse.errors import SpecError, unknown_name
 from dse.pareto import MAXIMIZE, check_directions, non_dominated_sort
-from dse.units import DIMENSIONS, dim_name, format_quantity, parse_unit
+from dse.units import DIMENSIONS, format_quantity
 
 __all__ = [
     "TRIALS_PARQUET",
@@ -59,6 +57,7 @@ __all__ = [
     "objective_names",
     "objective_directions",
     "front",
+    "front_mask",
     "pareto_table",
     "format_value",
     "format_column",
@@ -255,7 +254,8 @@ def objective_column(meta: Mapping, name: str) -> str:
     names = objective_names(meta)
     bare = name[4:] if isinstance(name, str) and name.startswith("obj.") else name
     if bare not in names:
-        raise SpecError(unknown_name("objective", str(name), names))
+        msg = unknown_name("objective", str(bare), names)  # suggest on the bare name ...
+        raise SpecError(msg.replace(f"'{bare}'", f"'{name}'", 1))  # ... but quote what was given
     return f"obj.{bare}"
 
 
@@ -273,6 +273,26 @@ def front(table: pd.DataFrame, meta: Mapping) -> pd.DataFrame:
     return _sort_best_first(rows, f"obj.{first}", objective_directions(meta)[first]).reset_index(drop=True)
 
 
+def _pair_columns(meta: Mapping, x: str | None, y: str | None) -> list[str]:
+    names = objective_names(meta)
+    xc = objective_column(meta, x) if x is not None else f"obj.{names[0]}"
+    if y is not None:
+        yc: str | None = objective_column(meta, y)
+    else:
+        yc = next((f"obj.{n}" for n in names if f"obj.{n}" != xc), None)
+    return [xc] if yc is None or yc == xc else [xc, yc]
+
+
+def front_mask(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: str | None = None) -> np.ndarray:
+    """Row mask of the front of the feasible points over objectives ``x`` and ``y`` (see :func:`pareto_table`)."""
+    t = prepare_table(table, meta)
+    if x is None and y is None:
+        return (t["feasible"] & (t["pareto_rank"] == 0)).to_numpy(dtype=bool)
+    cols = _pair_columns(meta, x, y)
+    dirs = objective_directions(meta)
+    return _ranks(t, cols, [dirs[c[4:]] for c in cols]) == 0
+
+
 def pareto_table(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: str | None = None) -> pd.DataFrame:
     """The Pareto front of the feasible points, as rows of ``table``.
 
@@ -288,18 +308,9 @@ def pareto_table(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: st
     if x is None and y is None:
         return front(table, meta)
     t = prepare_table(table, meta)
-    names = objective_names(meta)
-    dirs = objective_directions(meta)
-    xc = objective_column(meta, x) if x is not None else f"obj.{names[0]}"
-    if y is not None:
-        yc = objective_column(meta, y)
-    else:
-        others = [f"obj.{n}" for n in names if f"obj.{n}" != xc]
-        yc = others[0] if others else None
-    cols = [xc] if yc is None or yc == xc else [xc, yc]
-    ranks = _ranks(t, cols, [dirs[c[4:]] for c in cols])
-    rows = t[ranks == 0]
-    return _sort_best_first(rows, xc, dirs[xc[4:]]).reset_index(drop=True)
+    cols = _pair_columns(meta, x, y)
+    rows = t[front_mask(t, meta, x, y)]
+    return _sort_best_first(rows, cols[0], objective_directions(meta)[cols[0][4:]]).reset_index(drop=True)
 
 
 # ------------------------------------------------------------ writing
@@ -430,23 +441,25 @@ _SUFFIX_DIM = [
     ("_mm2", "area"), ("_bytes", "bytes"), ("_hz", "frequency"), ("_usd", "money"),
     ("_s", "time"), ("_w", "power"), ("_j", "energy"),
 ]
-_UNIT_OF_DIM = {"area": "mm^2", "money": "$"}
+_UNIT_OF_DIM = {"area": "mm^2", "money": "$", "throughput": "/s", "power_density": "W/mm^2", "length": "mm"}
+
+
+# unit symbols that name a scaled dimension exactly (others, e.g. 'tokens/s', stay as written)
+_CANONICAL = {
+    "s": "time", "B": "bytes", "byte": "bytes", "bytes": "bytes", "B/s": "bandwidth", "bytes/s": "bandwidth",
+    "Hz": "frequency", "W": "power", "J": "energy", "FLOP/s": "flop_rate", "flop/s": "flop_rate",
+    "FLOPS": "flop_rate", "FLOP": "flops", "flop": "flops", "FLOPs": "flops", "mm^2": "area", "$": "money",
+}
 
 
 def _dimension(unit: str | None) -> tuple[str | None, str]:
-    """A unit string ('s', 'mm^2', 'bytes', 'Hz', or a dimension name) -> (dimension or None, unit label)."""
-    if not unit or not isinstance(unit, str):
+    """A unit ('s', 'mm^2', 'bytes', 'Hz', 'tokens/s') or a dimension name -> (dimension or None, label)."""
+    if not unit or not isinstance(unit, str) or unit.strip() in ("1", "-", "dimensionless"):
         return None, ""
+    unit = unit.strip()
     if unit in DIMENSIONS:
-        return unit, _UNIT_OF_DIM.get(unit, "" if unit == "dimensionless" else unit)
-    try:
-        factor, dim = parse_unit(unit)
-    except Exception:  # noqa: BLE001 - an unknown unit is only a label here
-        return None, unit
-    name = dim_name(dim)
-    if factor == 1.0 and name in DIMENSIONS and name != "dimensionless":
-        return name, unit
-    return None, unit
+        return unit, _UNIT_OF_DIM.get(unit, unit)
+    return _CANONICAL.get(unit), unit
 
 
 def _num(v: float, digits: int = 4) -> str:
@@ -546,8 +559,15 @@ def format_table(df: pd.DataFrame, meta: Mapping, *, columns: Sequence[str] | No
         raise SpecError([unknown_name("column", c, list(df.columns)) for c in missing])
     shown = df if max_rows is None else df.head(max_rows)
     left = len(df) - len(shown)
-    headers = [column_label(c, meta) for c in cols]
-    cells = [format_column(shown[c].tolist(), c, meta, digits) for c in cols]
+    headers, cells = [], []
+    for c in cols:
+        dim, label = _dimension(_column_unit(c, meta))
+        if dim in _SCALED or not label:
+            headers.append(column_label(c, meta))
+            cells.append(format_column(shown[c].tolist(), c, meta, digits))
+        else:  # a unit that does not scale ('stacks', 'mm^2', '$'): once in the header, not in every cell
+            headers.append(f"{column_label(c, meta)} [{label}]")
+            cells.append([format_value(v, None, digits) for v in shown[c].tolist()])
     rows = [list(r) for r in zip(*cells)] if cells else []
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
     note = f"... {left} more row{'s' if left != 1 else ''}" if left > 0 else ""
@@ -576,13 +596,3 @@ def format_table(df: pd.DataFrame, meta: Mapping, *, columns: Sequence[str] | No
         out.append(note)
     return "\n".join(out)
 
-
-def _safe_name(text: str) -> str:
-    """A file-name-safe version of an objective name (for plot files)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("._") or "x"
-
-
-def to_bytes_png(fig) -> bytes:  # pragma: no cover - small helper kept for callers
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
