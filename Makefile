@@ -18,7 +18,7 @@ run: $(STAMP)
 	$(BIN)/dse run $(STUDY)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_evaluate.py

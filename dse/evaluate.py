@@ -102,19 +102,42 @@ def op_table(workload, fused: bool = True) -> OpTable:
     )
 
 
-def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    """FLOPs/cycle/unit and J/FLOP each point runs ``fmt`` at: its own rate, else the next wider format it has.
+@functools.lru_cache(maxsize=64)
+def _fallback_chain(fmt: str) -> tuple[str, ...]:
+    """``fmt``, then the formats that can carry its values exactly, narrowest first (seed 004 §4.2.4).
 
-    (Weights stored in FP8 on a chip without FP8 matrix instructions are
-    up-converted and multiplied in BF16, seed 004 §4.2.4.)
+    A float format runs on a wider float format (FP8 weights on an A100 are
+    up-converted and multiplied in FP16/BF16); it never runs on integer units
+    (INT8 units cannot multiply FP8 values). An integer format runs on a wider
+    integer format, or on a float format whose significand holds its values
+    (INT8 on FP16/BF16, INT4 also on FP8 E4M3).
     """
-    chain = [fmt] + (_WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []) + list(reversed(_WIDER))
+    src = get_format(fmt)
+    cands = (_WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []) + list(reversed(_WIDER))
+    out = [fmt]
+    for f in cands:
+        if f in out:
+            continue
+        dst = get_format(f)
+        if src.kind == "float" and dst.kind != "float":
+            continue
+        if src.kind == "int" and dst.kind == "float" and dst.mantissa_bits + 1 < src.element_bits - 1:
+            continue
+        out.append(f)
+    return tuple(out)
+
+
+def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit and J/FLOP each point runs ``fmt`` at: its own rate, else the first format of
+    :func:`_fallback_chain` it has (seed 004 §4.2.4); 0 where it has none."""
     rate = np.zeros(chips.n)
     energy = np.zeros(chips.n)
     done = np.zeros(chips.n, dtype=bool)
-    for f in chain:
+    for f in _fallback_chain(fmt):
         fp = chips.flops_per_cycle(f)
         ok = ~done & (fp > 0)
+        if ok.all():  # the common case: every point has it
+            return fp.copy(), chips.get(f"energy.flop.{f}", 0.0).copy()
         if ok.any():
             rate[ok] = fp[ok]
             energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
