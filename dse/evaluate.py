@@ -12,7 +12,15 @@ one resource adds, dependent stages add):
     t_vector = vector FLOPs / vector rate + exps / exp rate
     t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
     t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
-    step     = sum over operators of count x t_op + step overhead + link time
+    step     = sum over operators of count x t_op + step overhead
+(links between dies and chips are not in the step time yet: dse.model.links)
+
+Lower bounds the seeds quote, as columns beside the modelled time:
+    t_matrix_ideal_s       useful FLOPs / peak rate (no padding, waves, throttling)
+    t_memory_compulsory_s  every tensor moved once (no re-reads) / bandwidth
+    t_roofline_s           sum over operators of max(the two above)   (seed 004 §4.8.1)
+    t_read_s               weight + KV bytes / bandwidth: the read lower bound of a
+                           decode step (seed 004 §4.8.2, §4.6.3; §4.7.3 with a weight ROM)
 
 Speed (it is the inner loop of every search): a chip input that is the same
 for every point (the base chip's value where a search does not vary it) is
@@ -152,7 +160,7 @@ def _pad(x, q):
     return np.ceil(x / q) * q
 
 
-def _tiles(im, inn, ik, buf, units, ops: OpTable):
+def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
     """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`."""
     e = np.maximum(ops.ea, ops.eb)
     tk = 4 * ik
@@ -166,7 +174,9 @@ def _tiles(im, inn, ik, buf, units, ops: OpTable):
     tn = np.minimum(t, _pad(np.maximum(ops.n, 1), inn))
     tiles = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
     ksteps = np.maximum(np.ceil(ops.k / tk), 1)
-    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, ksteps)
+    # no more splits than the L2 holds partial sums for: (split - 1) FP32 outputs, written and read back
+    fits = 1 + np.floor(l2 / np.maximum(ops.m * ops.n * ops.batch * 4.0 * 2, 1.0))
+    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, np.minimum(ksteps, fits))
     return tm, tn, tk, split
 
 
@@ -176,13 +186,15 @@ def default_tiles(chips: Chips, ops: OpTable):
     The largest square tile, a multiple of the instruction tile, whose
     double-buffered working set 2 (T_M T_K + T_K T_N) e + T_M T_N x 4 B fits
     the local buffer (T_K = 4 k-steps of the instruction), clamped to the
-    padded operator; split-K spreads a too-small grid of tiles over the units.
-    The CP-SAT tile solver replaces this where the exact optimum matters.
+    padded operator; split-K spreads a too-small grid of tiles over the units,
+    as far as the partial sums fit in L2 (beyond that, split-K would trade
+    idle units for memory traffic). The CP-SAT tile solver replaces this
+    where the exact optimum matters.
     """
     N, O = chips.n, len(ops.names)
     cols = [chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
             chips.get("matrix.instruction.k", 16)[:, None], chips.get("local_buffer", 0.0)[:, None],
-            chips.total_units[:, None]]
+            chips.total_units[:, None], (chips.get("l2", 0.0) * chips["dies"])[:, None]]
     return tuple(np.broadcast_to(x, (N, O)) for x in _tiles(*cols, ops))
 
 
@@ -257,7 +269,7 @@ def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
 
 def _sum(x, cnt):
     """sum over operators of x x count: (rows, O) -> (rows,)."""
-    return (x * cnt).sum(axis=1)
+    return np.atleast_2d(x * cnt).sum(axis=1)
 
 
 def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) -> dict:
@@ -266,14 +278,18 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     fpc = _by_format(c["_fpc"], ops)
     e_flop = _by_format(c["_ef"], ops)
     im, inn, ik = c["im"], c["inn"], c["ik"]
+    l2 = c["l2"] * c["dies"]
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     if tiles is None:
-        tm, tn, tk, split = _tiles(im, inn, ik, c["buf"], units, ops)
+        tm, tn, tk, split = _tiles(im, inn, ik, c["buf"], units, l2, ops)
     else:
         tm, tn, tk, split = tiles
     g = ops.is_gemm
-    padded_flops = np.where(g, 2.0 * _pad(ops.m, im) * _pad(ops.n, inn) * _pad(ops.k, ik) * ops.batch, ops.flops)
+    # the kernel puts the GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS
+    # libraries do for skinny products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)
+    mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
+    padded_flops = np.where(g, 2.0 * mn * _pad(ops.k, ik) * ops.batch, ops.flops)
     if ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
         causal = c["_causal"]
         rows = max(padded_flops.shape[0], *(v.shape[0] for v in causal.values()))
@@ -288,7 +304,6 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
 
     # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
     # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
-    l2 = c["l2"] * c["dies"]
     kk = np.maximum(ops.k, 1.0)
     t2 = np.maximum(np.floor(l2 / (2.0 * kk * (ops.ea + ops.eb))), 1.0)  # rows (cols) of an L2-resident panel
     rA = np.where(g & (ops.a_bytes > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
@@ -296,6 +311,15 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
+    # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)
+    bytes_w = ops.weight_bytes * rB
+    bytes_kv = ops.kv_bytes * rB
+    # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
+    bytes_comp = a_mem + ops.b_bytes + c_mem
+    rom = (c["_rom_bw"], c["_rom_e"]) if "_rom_bw" in c else None
+    if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
+        bytes_mem = bytes_mem - bytes_w
+        bytes_comp = bytes_comp - ops.weight_bytes
     bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm),
                          ops.a_bytes + ops.b_bytes) + ops.c_bytes
     # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
@@ -311,6 +335,11 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         cap = np.where((lat > 0) & (inflight > 0), inflight * txn / lat, np.inf)
     bw_eff = np.minimum(bw, cap)
     t_memory = bytes_mem / bw_eff
+    t_comp = bytes_comp / bw_eff
+    if rom is not None:  # two interfaces read at the same time: the slower one sets the time (seed 004 §4.7.3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_memory = np.maximum(t_memory, np.where(bytes_w > 0, bytes_w / rom[0], 0.0))
+            t_comp = np.maximum(t_comp, np.where(ops.weight_bytes > 0, ops.weight_bytes / rom[0], 0.0))
 
     # ---- vector unit (softmax, norms, activations)
     vrate = units * c["vfpc"] * clock
@@ -326,6 +355,9 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * c["e_vec"] \
         + local_bytes * c["e_loc"] + bytes_req * c["e_l2"]
     E_mem_op = bytes_mem * e_mem
+    e_w = e_mem if rom is None else rom[1]
+    if rom is not None:
+        E_mem_op = E_mem_op + bytes_w * e_w
 
     # ---- power ceiling: sustained clock (seed 004 §4.1.3), for compute-bound work at peak rate
     static, tdp = c["static"], c["tdp"]
@@ -357,6 +389,15 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     E_static = static[:, 0] * time_s
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
+    bytes_w_tot = _sum(bytes_w, cnt)
+    bytes_kv_tot = _sum(bytes_kv, cnt)
+    # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
+    bw1 = bw_eff[:, 0]
+    if rom is None:
+        t_read = (bytes_w_tot + bytes_kv_tot) / bw1
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
     tw = t_op * cnt
     t_bound = [(tw * (bound_idx == i)).sum(axis=1) for i in range(3)]
     w = info
@@ -372,6 +413,9 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
         "t_vector_s": _sum(t_vector, cnt),
         "t_memory_s": _sum(t_memory, cnt),
+        "t_memory_compulsory_s": _sum(t_comp, cnt),
+        "t_read_s": t_read,
+        "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
         "t_overhead_s": (koh * cnt).sum(axis=1) + step_oh,
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],
@@ -380,10 +424,15 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         "padded_flops": pf_cnt.sum(axis=1),
         "bytes_memory": bytes_mem_tot,
         "bytes_requested": _sum(bytes_req, cnt),
+        "bytes_weights": bytes_w_tot,
+        "bytes_kv": bytes_kv_tot,
+        "bytes_compulsory": _sum(bytes_comp, cnt),
         "energy_j": energy,
         "energy_memory_j": E_mem,
         "energy_compute_j": E_compute,
         "energy_static_j": E_static,
+        "energy_weights_j": bytes_w_tot * e_w[:, 0],
+        "energy_kv_j": bytes_kv_tot * e_mem[:, 0],
         "energy_per_token_j": energy / tokens,
         "power_w": pw.average_power(energy, time_s),
         "clock_ratio": cr1,
@@ -406,11 +455,12 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     out["resident_bytes"] = np.array([resident])
     out["capacity_bytes"] = cap_bytes
     out["fits"] = resident <= cap_bytes
-    out["max_batch"] = _max_batch(w["workload"], cap_bytes)
+    out["max_batch"] = _max_batch(w["workload"], cap_bytes, weights_resident=rom is None)
     if want_ops:
         out["_ops"] = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
-                           bytes_memory=bytes_mem, padded_flops=padded_flops, tm=tm, tn=tn, split=split,
-                           energy=E_compute_op + E_mem_op)
+                           t_matrix_ideal=t_matrix_ideal, t_memory_compulsory=t_comp,
+                           bytes_memory=bytes_mem, bytes_compulsory=bytes_comp, padded_flops=padded_flops,
+                           tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op)
     return out
 
 
@@ -418,12 +468,25 @@ _NAN = np.array([np.nan])
 
 
 def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
-                    fused_attention: bool = True) -> dict[str, np.ndarray]:
-    """Metrics as (N,) arrays (the fast path solvers use). See module docstring."""
+                    fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
+                    rom_energy_per_byte=0.0) -> dict[str, np.ndarray]:
+    """Metrics as (N,) arrays (the fast path solvers use). See module docstring.
+
+    ``weights_in_rom``: the what-if of seed 004 §4.7.3 -- the weights sit in a
+    separate read-only memory of ``rom_bandwidth`` B/s (default unlimited) and
+    ``rom_energy_per_byte`` J/B (scalars or (N,) arrays); main memory then
+    carries the KV cache and activations only, each operator's memory time is
+    the slower of the two interfaces, and the weights take no main-memory
+    capacity (``resident_bytes``, ``fits``, ``max_batch``).
+    """
     ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
     cols = _chip_columns(chips, ops)
     info = _workload_info(workload, ops)
+    if weights_in_rom:
+        cols["_rom_bw"] = _column(np.broadcast_to(np.asarray(rom_bandwidth, dtype=float), (N,)))
+        cols["_rom_e"] = _column(np.broadcast_to(np.asarray(rom_energy_per_byte, dtype=float), (N,)))
+        info["resident"] -= float(workload.weight_resident_bytes)
     if tiles is not None:
         tiles = tuple(_column2(np.asarray(x, dtype=float), N, O) for x in tiles)
     block = N if breakdown else max(1, _BLOCK_ELEMENTS // max(O, 1))
@@ -466,11 +529,15 @@ def _column2(x: np.ndarray, N: int, O: int) -> np.ndarray:
     return np.array(x)
 
 
-def _max_batch(workload, capacity):
-    """floor((C - W - workspace) / (S x kv per token)) (seed 004 §4.3.1); -1 where the weights alone do not fit."""
+def _max_batch(workload, capacity, weights_resident: bool = True):
+    """floor((C - W - workspace) / (S x kv per token)) (seed 004 §4.3.1); -1 where the weights alone do not fit.
+
+    ``weights_resident=False``: the weights live in their own memory (ROM, seed 004 §4.7.3), W = 0 here.
+    """
     kv = float(getattr(workload, "kv_bytes_per_token", 0.0) or 0.0)
     ctx = float(getattr(workload, "context", 0) or getattr(workload, "tokens", 0) or 0)
-    fixed = float(getattr(workload, "weight_resident_bytes", 0.0)) + float(getattr(workload, "workspace_bytes", 0.0))
+    weights = float(getattr(workload, "weight_resident_bytes", 0.0)) if weights_resident else 0.0
+    fixed = weights + float(getattr(workload, "workspace_bytes", 0.0))
     if kv <= 0 or ctx <= 0:
         return np.where(capacity >= fixed, np.inf, -1.0)
     free = capacity - fixed
@@ -492,17 +559,21 @@ def _quant_error(workload) -> float:
 BOUND_NAMES = np.array(["compute", "vector", "memory"])
 
 
-def evaluate(chips: Chips, workloads, *, tiles=None, breakdown: bool = False) -> pd.DataFrame:
+def evaluate(chips: Chips, workloads, *, tiles=None, breakdown: bool = False, fused_attention: bool = True,
+             weights_in_rom: bool = False, rom_bandwidth=np.inf, rom_energy_per_byte=0.0) -> pd.DataFrame:
     """Metrics table: one row per design point and workload (phase).
 
     ``workloads`` is one Workload or a list. With ``breakdown=True`` the
-    per-operator table is attached as ``df.attrs['operators']``.
+    per-operator table is attached as ``df.attrs['operators']``. The other
+    options are those of :func:`evaluate_arrays`.
     """
     if not isinstance(workloads, (list, tuple)):
         workloads = [workloads]
     frames, op_frames = [], []
     for w in workloads:
-        arrs = evaluate_arrays(chips, w, tiles=tiles, breakdown=breakdown)
+        arrs = evaluate_arrays(chips, w, tiles=tiles, breakdown=breakdown, fused_attention=fused_attention,
+                               weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
+                               rom_energy_per_byte=rom_energy_per_byte)
         ops = arrs.pop("_ops", None)
         df = pd.DataFrame(arrs)
         df.insert(0, "point", np.arange(chips.n))
@@ -528,7 +599,8 @@ def _op_frame(chips: Chips, w, ops: dict) -> pd.DataFrame:
         "op": np.tile(np.array(ops["names"], dtype=object), N),
         "count": np.tile(ops["count"], N),
     }
-    for key in ("t_op", "t_matrix", "t_vector", "t_memory", "bytes_memory", "padded_flops", "energy", "tm", "tn", "split"):
-        rows[key if key.startswith("t_") is False else key + "_s"] = np.broadcast_to(ops[key], (N, O)).reshape(-1)
+    for key in ("t_op", "t_matrix", "t_vector", "t_memory", "t_matrix_ideal", "t_memory_compulsory", "bytes_memory",
+                "bytes_compulsory", "padded_flops", "energy", "tm", "tn", "split"):
+        rows[key + "_s" if key.startswith("t_") else key] = np.broadcast_to(ops[key], (N, O)).reshape(-1)
     rows["bound"] = BOUND_NAMES[ops["bound"].reshape(-1)]
     return pd.DataFrame(rows)

@@ -228,6 +228,9 @@ FORMATS: dict[str, NumberFormat] = {
         _ELEMENTS["fp8_e5m2"],
         NumberFormat("int8", "int", 8, max_finite=127.0, source="symmetric INT8; seed 004 §4.2.4"),
         NumberFormat("int4", "int", 4, max_finite=7.0, source="symmetric INT4; seed 004 §4.6.1"),
+        NumberFormat("int4_g128", "int", 4, max_finite=7.0, group_size=128, scale_bits=16, scale_kind="bf16",
+                     source="group-wise INT4 with a BF16 scale per 128 values (GPTQ/AWQ style); 4.125 bits: "
+                            "the 4-bit Qwen3-235B-A22B weights of seed 004 §4.3.3 (123.1 GB)"),
         _block("mxfp8", "fp8_e4m3", 32, _MX, **_E8M0),
         _block("mxfp8_e5m2", "fp8_e5m2", 32, _MX, **_E8M0),
         _block("mxfp6", "fp6_e2m3", 32, _MX, **_E8M0),
@@ -390,10 +393,23 @@ def _quantize_nvfp4(x: np.ndarray, fmt: NumberFormat, g: int) -> np.ndarray:
 
 
 def _quantize_int(x: np.ndarray, fmt: NumberFormat) -> np.ndarray:
-    """Symmetric per-tensor absmax scaling: s = absmax / qmax, q = clip(rint(x / s))."""
+    """Symmetric absmax scaling: s = absmax / qmax, q = clip(rint(x / s)); per tensor, or per group of
+    ``group_size`` values along the last axis (tail zero-padded) with the scale stored in BF16 (int4_g128)."""
     qmax = fmt.max_finite
     if x.size == 0:
         return x.copy()
+    if fmt.group_size:
+        g = fmt.group_size
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1] if x.ndim else 1)
+        pad_n = (-flat.shape[1]) % g
+        blocks = np.pad(flat, ((0, 0), (0, pad_n))).reshape(flat.shape[0], -1, g)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            amax = np.max(np.abs(blocks), axis=-1, keepdims=True)
+            s = quantize(amax / qmax, "bf16")
+            q = np.where(s > 0, np.clip(np.rint(blocks / np.where(s > 0, s, 1.0)), -qmax, qmax) * s, 0.0)
+        out = q.reshape(flat.shape[0], -1)[:, : flat.shape[1]]
+        return out.reshape(shape)
     with np.errstate(invalid="ignore", over="ignore"):
         amax = np.max(np.abs(x))
         if amax == 0:

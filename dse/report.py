@@ -20,7 +20,6 @@ Everything shown is computed from the table: nothing here evaluates a chip.
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import re
@@ -275,13 +274,14 @@ def _param_findings(st: _Study) -> list[str]:
             if counts.iloc[0] >= 0.75 * k and k >= 4:
                 mostly.append(f"{name} = {_param_value(st, col, counts.index[0])} in {counts.iloc[0]} of {k}")
         numeric = pd.api.types.is_numeric_dtype(vals) and not pd.api.types.is_bool_dtype(vals)
-        if numeric and k >= 1:
+        fixed = _same(space.get("low"), space.get("high"))  # a parameter pinned by the space is no finding
+        if numeric and k >= 1 and not fixed:
             for bound, where in (("high", "top"), ("low", "bottom")):
                 lim = space.get(bound)
                 if lim is None or not np.isfinite(_to_float(lim)):
                     continue
                 at = int(sum(_same(v, lim) for v in vals))
-                if at >= max(1, math.ceil(0.5 * k)) and not (len(uniq) == 1 and _same(space.get("low"), space.get("high"))):
+                if at >= max(1, math.ceil(0.5 * k)):
                     edges.append(f"{name} sits at the {where} of its range ({_param_value(st, col, lim)})"
                                  f" in {at} of {k} front designs")
         if numeric and k >= 4 and len(uniq) > 1:
@@ -314,6 +314,14 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+def _as_number(v: Any) -> Any:
+    """'131072.0' -> 131072.0 (choices are stored as text); other values unchanged."""
+    try:
+        return float(v) if isinstance(v, str) else v
+    except ValueError:
+        return v
+
+
 def _to_float(v: Any) -> float:
     try:
         return float(v)
@@ -333,8 +341,12 @@ def _bound_findings(st: _Study) -> list[str]:
     out = []
     if "m.bound" in fr.columns and k:
         counts = fr["m.bound"].astype(str).value_counts()
-        text = ", ".join(f"{n} {b}-bound" for b, n in counts.items())
-        out.append(f"Of the {_plural(k, 'front design')}: {text}.")
+        if len(counts) == 1:
+            out.append(f"All {_plural(k, 'front design')} are {counts.index[0]}-bound." if k > 1
+                       else f"The front design is {counts.index[0]}-bound.")
+        else:
+            text = ", ".join(f"{n} {b}-bound" for b, n in counts.items())
+            out.append(f"Of the {_plural(k, 'front design')}: {text}.")
     split = _time_split_columns(fr)
     if split and k:
         T = np.column_stack([_num(fr[c]) for c, _ in split])
@@ -357,7 +369,7 @@ def _catalog_findings(st: _Study, limit: int = 8) -> list[str]:
         return []
     dirs = [st.directions[n] for n in st.objectives]
     F = to_minimization(np.column_stack([_num(st.front[c]) for c in cols]), dirs)
-    parts, skipped = [], []
+    beaten, standing, skipped = [], [], []
     for _, row in cat.iterrows():
         c = to_minimization(np.array([[_to_float(row[c]) for c in cols]]), dirs)[0]
         if not np.all(np.isfinite(c)):
@@ -365,15 +377,23 @@ def _catalog_findings(st: _Study, limit: int = 8) -> list[str]:
             continue
         dom = [i for i in range(len(F)) if _dominates(F[i], c)]
         if dom:
-            parts.append(f"{row['chip']} is dominated by {_plural(len(dom), 'front design')}"
-                         f" (e.g. trial {st.front['trial'].iloc[dom[0]]})")
+            beaten.append((len(dom), f"{row['chip']} by {len(dom)}"))
         else:
-            parts.append(f"{row['chip']} is not dominated by any feasible design found")
+            standing.append(str(row["chip"]))
     out = []
-    if parts:
-        more = f"; and {len(parts) - limit} more" if len(parts) > limit else ""
-        out.append("Against the catalog chips on the same workloads and objectives: "
-                   + "; ".join(parts[:limit]) + more + ".")
+    n = len(beaten) + len(standing)
+    if n:
+        text = f"Against the {_plural(n, 'catalog chip')} on the same workloads and objectives:"
+        if beaten:
+            beaten.sort(key=lambda b: -b[0])
+            more = f", and {len(beaten) - limit} more" if len(beaten) > limit else ""
+            text += (f" {len(beaten)} {'is' if len(beaten) == 1 else 'are'} dominated by front designs ("
+                     + "; ".join(b for _, b in beaten[:limit]) + more + ")")
+        if standing:
+            text += ("," if beaten else "") + (
+                f" {len(standing)} {'is' if len(standing) == 1 else 'are'} not dominated by any design found ("
+                + ", ".join(standing) + ")")
+        out.append(text + ".")
     if skipped:
         out.append("Not compared (an objective is undefined for them): " + ", ".join(skipped) + ".")
     return out
@@ -430,6 +450,35 @@ def _pairs(st: _Study) -> list[tuple[str, str]]:
     return list(combinations(st.objectives, 2))
 
 
+def _near(v: np.ndarray, designs: np.ndarray) -> np.ndarray:
+    """Which values lie within one data span (one decade on a log axis) of the designs' range."""
+    d = designs[np.isfinite(designs)]
+    if d.size == 0:
+        return np.isfinite(v)
+    if _wide(d):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lv = np.where(v > 0, np.log10(np.where(v > 0, v, 1.0)), -np.inf)
+        lo, hi = np.log10(d.min()), np.log10(d.max())
+        span = max(hi - lo, 1.0)
+        return (lv >= lo - span) & (lv <= hi + span)
+    lo, hi = float(d.min()), float(d.max())
+    span = (hi - lo) or abs(hi) or 1.0
+    return np.isfinite(v) & (v >= lo - span) & (v <= hi + span)
+
+
+def _catalog_points(st: _Study, xc: str, yc: str, xd: np.ndarray, yd: np.ndarray):
+    """Catalog chips to place on these axes: (names, x, y) of the finite ones near the designs, and the
+    names of the finite ones so far off that they would squash the designs into a corner."""
+    cat = st.catalog
+    if cat is None or xc not in cat.columns or yc not in cat.columns:
+        return [], np.empty(0), np.empty(0), []
+    cx, cy = _num(cat[xc]), _num(cat[yc])
+    names = np.array([str(n) for n in cat["chip"]], dtype=object)
+    fin = np.isfinite(cx) & np.isfinite(cy)
+    near = fin & _near(cx, xd) & _near(cy, yd)
+    return list(names[near]), cx[near], cy[near], list(names[fin & ~near])
+
+
 def _pair_png(st: _Study, xn: str, yn: str) -> bytes:
     t, xc, yc = st.t, st.obj_col(xn), st.obj_col(yn)
     x, y = _num(t[xc]), _num(t[yc])
@@ -455,15 +504,16 @@ def _pair_png(st: _Study, xn: str, yn: str) -> bytes:
         ax.plot(x[f2][order], y[f2][order], "-o", color="tab:red", ms=5, lw=1.4,
                 label=f"Pareto front ({int(f2.sum())})", zorder=4)
     xs, ys = [x[fin]], [y[fin]]
-    if st.catalog is not None and xc in st.catalog.columns and yc in st.catalog.columns:
-        cx, cy = _num(st.catalog[xc]), _num(st.catalog[yc])
-        cf = np.isfinite(cx) & np.isfinite(cy)
-        if cf.any():
-            ax.scatter(cx[cf], cy[cf], marker="*", s=110, color="black", label="catalog chips", zorder=5)
-            for name, a, b in zip(st.catalog["chip"][cf], cx[cf], cy[cf]):
-                ax.annotate(str(name), (a, b), xytext=(4, 4), textcoords="offset points", fontsize=7.5)
-            xs.append(cx[cf])
-            ys.append(cy[cf])
+    names, cx, cy, off = _catalog_points(st, xc, yc, x[fin], y[fin])
+    if names:
+        ax.scatter(cx, cy, marker="*", s=110, color="black", label="catalog chips", zorder=5)
+        for name, a, b in zip(names, cx, cy):
+            ax.annotate(name, (a, b), xytext=(4, 4), textcoords="offset points", fontsize=7.5)
+        xs.append(cx)
+        ys.append(cy)
+    if off:
+        ax.text(0.99, 0.01, "catalog chips off this scale: " + ", ".join(off), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7, color="0.35", wrap=True)
     if not fin.any() and len(xs) == 1:
         ax.text(0.5, 0.5, "no design with finite values", ha="center", va="center", transform=ax.transAxes)
     if _wide(np.concatenate(xs)):
@@ -531,9 +581,9 @@ def _bound_png(st: _Study, max_designs: int = 25) -> bytes | None:
             cnt = [int((g["m.bound"].astype(str) == b).sum()) for _, g in groups]
             ax.barh([g for g, _ in groups], share, left=left, height=0.5, color=colors.get(b, None),
                     label=f"{b}-bound")
-            for yi, (s, l, n) in enumerate(zip(share, left, cnt)):
-                if s >= 0.08:
-                    ax.text(l + s / 2, yi, str(n), ha="center", va="center", fontsize=8, color="white")
+            for yi, (w, x0, n) in enumerate(zip(share, left, cnt)):
+                if w >= 0.08:
+                    ax.text(x0 + w / 2, yi, str(n), ha="center", va="center", fontsize=8, color="white")
             left += share
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of designs (count in the bar)")
@@ -598,8 +648,8 @@ def _settings_lines(meta: Mapping) -> list[tuple[str, str]]:
         if isinstance(v, Mapping):
             return ", ".join(f"{k}={text(x)}" for k, x in v.items())
         if isinstance(v, (list, tuple)):
-            return ", ".join(text(x) if not isinstance(x, Mapping) else (str(x.get("name")) if "name" in x
-                                                                            else json.dumps(x, default=str))
+            return "; ".join(text(x) if not isinstance(x, Mapping) else (str(x.get("name")) if "name" in x
+                                                                            else text(x))
                              for x in v)
         return str(v)
 
@@ -625,7 +675,7 @@ def _space_rows(meta: Mapping) -> list[list[str]]:
             continue
         unit = s.get("unit") or ""
         if s.get("choices"):
-            rng = "{" + ", ".join(format_value(c, unit) for c in s["choices"]) + "}"
+            rng = "{" + ", ".join(format_value(_as_number(c) if unit else c, unit) for c in s["choices"]) + "}"
         else:
             rng = f"{format_value(s.get('low'), unit)} .. {format_value(s.get('high'), unit)}"
         rows.append([str(s.get("name")), str(s.get("kind") or ""), rng, str(unit)])
@@ -666,6 +716,18 @@ def _constraint_rows(meta: Mapping) -> list[list[str]]:
     return rows
 
 
+def _distinct(st: _Study) -> pd.DataFrame:
+    """The front without repeats of the same design (a solver may evaluate one point several times)."""
+    if not st.params or st.front.empty:
+        return st.front
+    return st.front.drop_duplicates(subset=st.params, keep="first")
+
+
+def _distinct_note(st: _Study) -> str:
+    k = len(_distinct(st))
+    return f" ({k} distinct)" if k != len(st.front) else ""
+
+
 def _md(st: _Study, top: int) -> str:
     meta = st.meta
     name = str(meta.get("name") or "study")
@@ -675,13 +737,14 @@ def _md(st: _Study, top: int) -> str:
     L += ["## Results", "",
           f"- evaluated: **{st.n}** designs",
           f"- feasible: **{st.n_feasible}** ({_pct(st.n_feasible, st.n)})",
-          f"- Pareto front (all objectives): **{len(st.front)}** designs", ""]
+          f"- Pareto front (all objectives): **{len(st.front)}** designs{_distinct_note(st)}", ""]
     L += ["## What the front says" if st.n_feasible else "## Why nothing is feasible", ""]
     L += [" ".join(_findings(st)), ""]
     if len(st.front):
         first = st.objectives[0]
-        L += [f"## Pareto front (best {min(top, len(st.front))} of {len(st.front)} by {first})", "",
-              format_table(st.front, meta, fmt="markdown", max_rows=top), "",
+        fr = _distinct(st)
+        L += [f"## Pareto front (best {min(top, len(fr))} of {len(fr)} distinct designs by {first})", "",
+              format_table(fr, meta, fmt="markdown", max_rows=top), "",
               "The whole front is in `pareto.csv`; every trial in `trials.csv` / `trials.parquet`.", ""]
     L += ["## Constraints", ""]
     if len(st.rejections):
@@ -725,7 +788,7 @@ def _hover(st: _Study, rows: pd.DataFrame, xn: str, yn: str, extra: str | None =
     data += [[_param_value(st, c, v) for v in rows[c]] for c in st.params]
     data.append([_obj_value(st, xn, v) for v in rows[st.obj_col(xn)]])
     data.append([_obj_value(st, yn, v) for v in rows[st.obj_col(yn)]])
-    lines = [f"<b>trial %{{customdata[0]}}</b>",
+    lines = ["<b>trial %{customdata[0]}</b>",
              f"{escape(xn)}: %{{customdata[{len(cols)}]}}", f"{escape(yn)}: %{{customdata[{len(cols) + 1}]}}"]
     lines += [f"{escape(c[2:])} = %{{customdata[{i}]}}" for i, (c, _) in enumerate(cols) if i > 0]
     if extra is not None:
@@ -776,22 +839,22 @@ def _scatter_figure(st: _Study, xn: str, yn: str, cap: int):
                                  marker=dict(size=8, color="#d62728"), line=dict(color="#d62728", width=1.5),
                                  customdata=custom, hovertemplate=tmpl))
     xs, ys = [x[fin]], [y[fin]]
-    if st.catalog is not None and xc in st.catalog.columns and yc in st.catalog.columns:
-        cx, cy = _num(st.catalog[xc]), _num(st.catalog[yc])
-        cf = np.isfinite(cx) & np.isfinite(cy)
-        if cf.any():
-            names = [str(n) for n in st.catalog["chip"][cf]]
-            custom = [[n, _obj_value(st, xn, a), _obj_value(st, yn, b)] for n, a, b in zip(names, cx[cf], cy[cf])]
-            fig.add_trace(go.Scatter(
-                x=cx[cf], y=cy[cf], mode="markers+text", name="catalog chips", text=names,
-                textposition="top center", textfont=dict(size=10),
-                marker=dict(symbol="star", size=13, color="black"), customdata=custom,
-                hovertemplate=(f"<b>%{{customdata[0]}}</b> (catalog)<br>{escape(xn)}: %{{customdata[1]}}"
-                               f"<br>{escape(yn)}: %{{customdata[2]}}<extra></extra>")))
-            xs.append(cx[cf])
-            ys.append(cy[cf])
+    names, cx, cy, off = _catalog_points(st, xc, yc, x[fin], y[fin])
+    if names:
+        custom = [[n, _obj_value(st, xn, a), _obj_value(st, yn, b)] for n, a, b in zip(names, cx, cy)]
+        fig.add_trace(go.Scatter(
+            x=cx, y=cy, mode="markers+text", name="catalog chips", text=names,
+            textposition="top center", textfont=dict(size=10),
+            marker=dict(symbol="star", size=13, color="black"), customdata=custom,
+            hovertemplate=(f"<b>%{{customdata[0]}}</b> (catalog)<br>{escape(xn)}: %{{customdata[1]}}"
+                           f"<br>{escape(yn)}: %{{customdata[2]}}<extra></extra>")))
+        xs.append(cx)
+        ys.append(cy)
+    title = f"{yn} vs {xn}"
+    if off:
+        title += "<br><sup>catalog chips off this scale: " + ", ".join(escape(o) for o in off) + "</sup>"
     fig.update_layout(
-        template="plotly_white", title=f"{yn} vs {xn}", height=520, hovermode="closest",
+        template="plotly_white", title=title, height=520, hovermode="closest",
         xaxis=_plotly_axis(st, xn, np.concatenate(xs)), yaxis=_plotly_axis(st, yn, np.concatenate(ys)),
         legend=dict(orientation="h", y=-0.2), margin=dict(l=70, r=20, t=50, b=40))
     return fig
@@ -802,7 +865,7 @@ def _plotly_axis(st: _Study, name: str, values: np.ndarray) -> dict:
     sym = _eng_unit(st.units.get(name, ""))
     axis: dict = dict(title=_axis_label(st, name, with_unit=not sym), type="log" if _wide(values) else "linear")
     if sym:
-        axis.update(exponentformat="SI", ticksuffix=sym)
+        axis.update(tickformat="~s", ticksuffix=sym)  # 500µs, 1.5ms, 80GB
     return axis
 
 
@@ -888,7 +951,7 @@ def _html(st: _Study, top: int, cap: int) -> str:
     P.append('<div class="counts">'
              f"<span>evaluated <b>{st.n}</b></span>"
              f"<span>feasible <b>{st.n_feasible}</b> ({_pct(st.n_feasible, st.n)})</span>"
-             f"<span>Pareto front <b>{len(st.front)}</b></span></div>")
+             f"<span>Pareto front <b>{len(st.front)}</b>{escape(_distinct_note(st))}</span></div>")
     P.append(f"<h2>{'What the front says' if st.n_feasible else 'Why nothing is feasible'}</h2>")
     P.append("<p>" + " ".join(_md_inline(s) for s in _findings(st)) + "</p>")
     P.append("<h2>Pareto front</h2>")
@@ -910,10 +973,11 @@ def _html(st: _Study, top: int, cap: int) -> str:
     else:
         P.append("<p>No feasible design to draw.</p>")
     if len(st.front):
-        shown = min(len(st.front), max(top, 200))
-        P.append(f"<h2>Pareto front table ({shown} of {len(st.front)}, best first by"
+        fr = _distinct(st)
+        shown = min(len(fr), max(top, 200))
+        P.append(f"<h2>Pareto front table ({shown} of {len(fr)} distinct designs, best first by"
                  f" {escape(st.objectives[0])})</h2>")
-        P.append(format_table(st.front, meta, fmt="html", max_rows=shown))
+        P.append(format_table(fr, meta, fmt="html", max_rows=shown))
     P.append("<h2>Constraints</h2>")
     if len(st.rejections):
         head = _REJ_HEAD + (["not evaluated"] if st.rejections["nan"].any() else [])

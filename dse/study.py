@@ -125,12 +125,14 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
     return out
 
 
-def _metrics_for(chips: Chips, base, workloads) -> dict[str, np.ndarray]:
+def _metrics_for(chips: Chips, base, workloads, **evaluate_options) -> dict[str, np.ndarray]:
+    """Evaluator + area + cost for ``chips`` (built on ``base``); ``evaluate_options`` go to evaluate_arrays
+    (e.g. weights_in_rom, as the what-if passes them)."""
     from dse.model import area as area_mod
     from dse.model import cost as cost_mod
 
     total_w = sum(w for _, w in workloads)
-    per = [(evaluate_arrays(chips, wl), w / total_w) for wl, w in workloads]
+    per = [(evaluate_arrays(chips, wl, **evaluate_options), w / total_w) for wl, w in workloads]
     m: dict[str, np.ndarray] = {}
     for key in per[0][0]:
         if key.startswith("_"):

@@ -141,9 +141,14 @@ def test_findings_come_from_the_data(written):
         assert f"{k} {bound}-bound" in text
     assert "groq-tsp" in text and "Not compared" in text  # NaN latency: not placed, not compared
     assert "h100-sxm" in text
-    # fp8 is strictly faster and cheaper here: every front design uses it
-    assert set(fr["p.precision"]) == {"fp8"}
-    assert "share precision = fp8" in text
+    assert "share precision" not in text and set(fr["p.precision"]) == {"bf16", "fp8"}
+    # a value every front design shares is named; one at the edge of its range is flagged
+    t2 = table.copy()
+    t2.loc[t2["pareto_rank"] == 0, "p.precision"] = "fp8"
+    t2.loc[t2["pareto_rank"] == 0, "p.clock"] = 2e9
+    text = " ".join(report.findings(t2, meta, catalog))
+    assert f"All {len(fr)} front designs share precision = fp8, clock = 2 GHz." in text
+    assert f"clock sits at the top of its range (2 GHz) in {len(fr)} of {len(fr)} front designs" in text
 
 
 def test_report_html_is_self_contained(written):

@@ -1,0 +1,315 @@
+"""Many workers, one study: worker processes and machines sharing an Optuna storage.
+
+``dse run STUDY --workers N``, and any run on a shared ``--storage URL``, goes
+through :func:`run_workers`: the coordinator opens the storage, creates the
+study if needed, reads how many COMPLETE trials it already holds and starts
+up to N worker processes (multiprocessing *spawn*). Each worker runs the
+study's :class:`~dse.solvers.optuna_search.OptunaSolver` on the shared
+storage with its own seed (the study's seed + a worker index unique in that
+storage, so two workers never draw the same sequence) and appends every
+finished batch through :class:`SharedBudget`, which makes the final count
+exact:
+
+* an append happens under a lock that every worker on every machine takes
+  (a PostgreSQL advisory lock; an ``flock`` on a file next to a SQLite
+  database or a journal file), after counting the COMPLETE trials the
+  storage holds, and stores at most what is left of the budget. So the
+  storage never holds more than the budget, however many processes or
+  machines join, and whenever they join;
+* a worker keeps going until the storage is full, not until "its share" is
+  done: when a worker dies (SIGKILL, out of memory, a machine lost) the
+  others finish its part. A batch counts once it is appended; a killed
+  worker loses only the batch it was evaluating. If every worker dies, the
+  coordinator says how many trials are stored, and running the same command
+  again resumes to the exact budget.
+
+Locks die with their holder: the kernel drops an ``flock`` when its process
+dies and PostgreSQL drops an advisory lock when its session ends, so a killed
+worker never blocks the others (journal files themselves are locked with
+``flock`` and a torn last line is repaired, see
+:func:`dse.solvers.optuna_search.open_storage`).
+
+Each worker samples on its own in-memory study (vectorized batches,
+ARCHITECTURE rule 2), seeded with what the storage held when it started; the
+workers do not see each other's new trials until a rerun. Results with more
+than one worker depend on timing, so they are not reproducible bit for bit;
+with one process and no shared storage they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from dse.errors import DseError, SolverError, SpecError
+
+WORKER_INDEX_ATTR = "dse:next_worker_index"
+POLL_S = 0.25
+
+# ------------------------------------------------------------ what a storage URL names
+
+
+def storage_kind(url: str) -> tuple[str, str | None]:
+    """('journal', path) | ('sqlite', path) | ('postgresql', None) | ('other', None), as open_storage reads it."""
+    s = str(url)
+    if s.startswith("journal:"):
+        return "journal", str(Path(s[len("journal:"):]).resolve())
+    if s.endswith((".journal", ".log")) and "://" not in s:
+        return "journal", str(Path(s).resolve())
+    if s.endswith(".db") and "://" not in s:
+        return "sqlite", str(Path(s).resolve())
+    if s.startswith("sqlite"):
+        from sqlalchemy.engine import make_url
+
+        db = make_url(s).database
+        if not db or db == ":memory:":
+            return "other", None  # an in-memory SQLite database cannot be shared
+        return "sqlite", str(Path(db).resolve())
+    if s.startswith(("postgresql", "postgres")):
+        return "postgresql", None
+    return "other", None
+
+
+def _advisory_key(study_name: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"dse:{study_name}".encode()).digest()[:8], "big", signed=True)
+
+
+class SharedBudget:
+    """Counts and appends trials of one study in a shared storage, never past ``budget``.
+
+    An instance is the ``append`` hook of OptunaSolver: ``hook(study, trials)``
+    stores at most the room left and returns how many it stored (fewer than
+    given: the budget is reached, the worker stops). Every method that counts
+    or writes holds :meth:`lock`, the storage-wide lock of this study.
+    """
+
+    def __init__(self, storage_url: str, study_name: str, budget: int, *, parent_pid: int | None = None):
+        from dse.solvers.optuna_search import open_storage
+
+        self.url = str(storage_url)
+        self.study_name = study_name
+        self.budget = int(budget)
+        self.parent_pid = parent_pid
+        self.kind, self.path = storage_kind(self.url)
+        if self.kind == "other":
+            raise SpecError(f"storage {self.url!r}: several workers or machines need PostgreSQL "
+                            f"(postgresql+psycopg2://user:pass@host/db), a SQLite file or a journal file")
+        self.storage = open_storage(self.url)
+        self._study_id: int | None = None
+
+    # -- the storage-wide lock
+
+    @contextlib.contextmanager
+    def lock(self):
+        if self.kind == "postgresql":
+            from sqlalchemy import text
+
+            with self.storage.engine.connect() as conn:
+                # a transaction-level advisory lock: released at commit, or when the session dies
+                # (a killed worker); a vanished machine's idle transaction is ended by the server
+                conn.execute(text("SET LOCAL idle_in_transaction_session_timeout = '300s'"))
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _advisory_key(self.study_name)})
+                try:
+                    yield
+                finally:
+                    conn.rollback()
+        else:
+            with open(f"{self.path}.budget.lock", "a") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # -- reading
+
+    def study_id(self) -> int:
+        if self._study_id is None:
+            self._study_id = self.storage.get_study_id_from_name(self.study_name)
+        return self._study_id
+
+    def complete(self) -> int:
+        """How many COMPLETE trials the storage holds (a COUNT query on an RDB)."""
+        from optuna.trial import TrialState
+
+        if self.kind in ("postgresql", "sqlite"):
+            try:
+                from optuna.storages._rdb import models
+                from sqlalchemy import func, select
+
+                q = (select(func.count()).select_from(models.TrialModel)
+                     .where(models.TrialModel.study_id == self.study_id(),
+                            models.TrialModel.state == TrialState.COMPLETE))
+                with self.storage.engine.connect() as conn:
+                    return int(conn.execute(q).scalar_one())
+            except ImportError:  # pragma: no cover - Optuna moved its models
+                pass
+        return self.storage.get_n_trials(self.study_id(), state=TrialState.COMPLETE)
+
+    def claim_worker_index(self) -> int:
+        """A worker index unique in this storage (0, 1, 2, ... over every machine and rerun)."""
+        with self.lock():
+            attrs = self.storage.get_study_system_attrs(self.study_id())
+            index = int(attrs.get(WORKER_INDEX_ATTR, 0))
+            self.storage.set_study_system_attr(self.study_id(), WORKER_INDEX_ATTR, index + 1)
+        return index
+
+    # -- writing
+
+    def __call__(self, study, trials) -> int:
+        """Append ``trials`` (finished, in order) to ``study`` up to the budget; return how many."""
+        trials = list(trials)
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            return 0  # the coordinator is gone: stop without writing
+        with self.lock():
+            room = max(self.budget - self.complete(), 0)
+            take = trials[:room]
+            if take:
+                study.add_trials(take)
+        return len(take)
+
+
+# ------------------------------------------------------------ the worker process
+
+
+def shared_solver(problem, shared: SharedBudget, **options):
+    """The study's OptunaSolver, appending through ``shared`` (never past its budget; stops once it is full).
+
+    OptunaSolver appends in ``_append(disk, mem)``, advancing ``_persisted``
+    (mem's trials already on disk); this subclass routes that append through
+    :class:`SharedBudget` and, when the storage is full, ends the search by
+    lowering its own budget to what it has evaluated.
+    """
+    from optuna.trial import TrialState
+
+    from dse.solvers.optuna_search import OptunaSolver
+
+    class SharedOptunaSolver(OptunaSolver):
+        def _append(self, disk, mem) -> None:
+            trials = mem.get_trials(deepcopy=False)
+            i, pending = self._persisted, []
+            while i < len(trials) and trials[i].state not in (TrialState.RUNNING, TrialState.WAITING):
+                if trials[i].state == TrialState.COMPLETE:
+                    pending.append(trials[i])
+                i += 1
+            if not pending:
+                self._persisted = i
+                return
+            stored = shared(disk, pending)
+            self._persisted = i
+            if stored < len(pending):  # the storage is full (or the coordinator is gone): stop
+                self.budget = self.n_evaluated
+
+    return SharedOptunaSolver(problem, **options)
+
+
+def _worker_main(study_path: str, settings, output: str, storage_url: str, parent_pid: int, conn) -> None:
+    """One worker: the study's OptunaSolver on the shared storage until the budget is stored."""
+    import dataclasses
+
+    from dse.study import make_problem
+    from dse.study_spec import load_study
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the coordinator, which stops us
+    try:
+        spec = load_study(study_path)
+        spec = dataclasses.replace(spec, solver=settings, output=Path(output))
+        problem = make_problem(spec)
+        shared = SharedBudget(storage_url, spec.name, settings.trials, parent_pid=parent_pid)
+        index = shared.claim_worker_index()
+        solver = shared_solver(problem, shared, seed=settings.seed + index, budget=settings.trials,
+                               method=settings.method, batch=settings.batch, storage=storage_url,
+                               study_name=spec.name, population=settings.population)
+        solver.run()
+        conn.send(("ok", ""))
+    except DseError as e:
+        conn.send((type(e).__name__, str(e)))
+    except BaseException as e:  # a bug: the traceback goes to stderr, the line to the coordinator
+        traceback.print_exc()
+        conn.send(("bug", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def run_workers(spec, storage_url: str, *, bar=None) -> int:
+    """Fill the shared storage to the study's budget with ``spec.solver.workers`` processes.
+
+    Returns how many COMPLETE trials the storage holds afterwards (>= the
+    budget). Raises the workers' own DseError if they fail on one (a bad
+    storage, other objectives in the stored study) and SolverError if they
+    all stopped before the budget was stored (killed), with how many are
+    stored and what to run to resume. ``bar`` (tqdm) shows the stored count.
+    """
+    import optuna
+
+    s = spec.solver
+    budget = SharedBudget(storage_url, spec.name, s.trials)
+    optuna.create_study(storage=budget.storage, study_name=spec.name,
+                        directions=[d.direction for d in spec.objectives], load_if_exists=True)
+    done = budget.complete()
+    remaining = s.trials - done
+    if remaining <= 0:
+        return done
+    n = max(1, min(int(s.workers), -(-remaining // max(int(s.batch), 1))))
+    ctx = multiprocessing.get_context("spawn")
+    study_path = str(Path(spec.path).resolve())
+    procs = []
+    try:
+        for _ in range(n):
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker_main, daemon=True,
+                            args=(study_path, s, str(spec.output), storage_url, os.getpid(), send))
+            p.start()
+            send.close()
+            procs.append((p, recv))
+        while any(p.is_alive() for p, _ in procs):
+            time.sleep(POLL_S)
+            if bar is not None:
+                with contextlib.suppress(Exception):
+                    bar.n = min(budget.complete(), s.trials)
+                    bar.refresh()
+    except BaseException:  # Ctrl-C or an error here: stop the workers; stored batches stay
+        for p, _ in procs:
+            if p.is_alive():
+                p.terminate()
+        for p, _ in procs:
+            p.join(5)
+        raise
+    outcomes = []
+    for i, (p, recv) in enumerate(procs):
+        p.join()
+        msg = recv.recv() if recv.poll() else None
+        outcomes.append((i, p.exitcode, msg))
+    done = budget.complete()
+    if bar is not None:
+        bar.n = min(done, s.trials)
+        bar.refresh()
+    for i, code, msg in outcomes:
+        if msg and msg[0] not in ("ok", "bug"):
+            import dse.errors as errors
+
+            raise getattr(errors, msg[0], SolverError)(msg[1])
+    died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code and code < 0
+                              else f"failed: {msg[1]}" if msg else f"exited with code {code}")
+            for i, code, msg in outcomes if not (msg and msg[0] == "ok")]
+    if done < s.trials:
+        raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials: {'; '.join(died) or 'workers stopped'}. "
+                          f"Run the same command again to resume; stored trials are kept")
+    if died:
+        print(f"dse: warning: {'; '.join(died)}; the other workers completed the budget", file=sys.stderr)
+    return done

@@ -1,0 +1,879 @@
+"""Exact tile shapes of one GEMM-like operator on one chip (OR-Tools CP-SAT), and the brute force that checks them.
+
+The question (seed 004 §4.2.1, §4.3.2, §4.4.2): which output tile T_M x T_N,
+reduction step T_K, number of input slots S and split-K s minimize the
+operator's time, and among the fastest, its off-chip traffic?
+
+Domain (every quantity an integer):
+
+    T_M = m_i q_m, T_N = n_i q_n, T_K = k_i q_k   multiples of the matrix instruction m_i x n_i x k_i,
+                                                  q_m <= ceil(M / m_i), q_n <= ceil(N / n_i), q_k <= ceil(K / k_i)
+    S in {2, 3, 4}                                input slots (see "Slots" below)
+    1 <= s <= min(units, ceil(K / T_K))           split-K: every slice gets a T_K step; more slices than
+                                                  units never shortens a wave (below) and only adds partials
+    buffer    S (T_M T_K e_a + T_K T_N e_b) + 4 T_M T_N <= local_buffer            (seed 004 §4.3.2)
+              or, on a chip with a separate accumulator store (TPU, TMEM, PSUM, L0C):
+              S (T_M T_K e_a + T_K T_N e_b) <= local_buffer and 4 T_M T_N <= accumulator
+    registers 4 T_M T_N <= register_file when the chip states one and has no accumulator store
+              (the FP32 accumulator tile is register-resident on GPUs: wgmma / MFMA)
+
+Time: exactly the evaluator's per-operator time for these tiles (dse.evaluate.evaluate_arrays, one count):
+
+    c_M = ceil(M / T_M), c_N = ceil(N / T_N)           (integer division constraints)
+    work = c_M c_N batch s, waves = ceil(work / U)      (U = dies x units; wave quantization)
+    t_matrix = F_pad waves / (r_unit work) x rho        (= F_pad / (rate x wave efficiency) / clock ratio)
+    t_vector = t_vector(peak clock) x rho
+    t_memory = (A r_A + B r_B + C + [partials > L2] P (s - 1)) / bandwidth
+               r_A = min(c_N, ceil(N / t_2)) when A does not fit L2, else 1 (L2-panel re-reads; same for B)
+    t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
+    rho      = 1 / clock ratio = max(1, (e / b)^(1/3))  (1/p = 1 at fixed voltage), the power ceiling:
+               e = energy per FLOP of the tiling (FLOPs, local-buffer bytes, L2 requests), b = the TDP budget
+               per FLOP (seed 004 §4.1.3). Small tiles and deep split-K raise e and can throttle the clock.
+
+Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract):
+
+* ceilings by ``add_division_equality`` (ceil(x / y) = (x + y - 1) // y), products by
+  ``add_multiplication_equality`` (T work, C_rho waves, c_M c_N, c_M c_N s, (T_M + T_N) c_M c_N, slot x operand
+  bytes, rho^3), the L2 re-read counts by ``add_min_equality``, the partial-sum switch by a reified literal;
+* t_op >= each resource term, as products kept on the left: ``T work >= C_rho waves`` (matrix),
+  ``R T >= TV rho_hat`` (vector), ``BW_q T >= bytes`` (memory), so no quotient is ever rounded;
+* time in an integer unit q = (lower bound of the op's time) / 2^24, bytes x 2^j (exact for element sizes
+  that are multiples of 1/32 byte); one helper, :func:`to_int`, does every float -> int conversion;
+* the power ceiling's cube root: rho_hat in [R, R rho_max] with (rho_hat + 1)^3 >= R^3 e / b (coefficients
+  rounded down) and R C_rho >= C rho_hat - R + 1 — a valid lower bound, exact where the clock does not
+  throttle and within 1/R (R ~ 2^20) where it does. Because the model's time never exceeds the true time,
+  each candidate is checked with the evaluator (the cheapest tile of its (c_M, c_N, s) class, which is
+  never slower): if its true time matches the model's optimum bound the answer is proven; otherwise the class
+  is forbidden (``add_forbidden_assignments``) and the model re-solved. In practice one solve per phase;
+* lexicographic objective by two phases: minimize T; then fix T <= T* (1 + 1e-6) and minimize bytes
+  (clones of one model). The model is solved with 1 worker and a time limit; OPTIMAL and FEASIBLE (limit
+  reached) are accepted, any other status is reported by name in a SolverError.
+
+Slots: the evaluator's ``max(t_matrix, t_vector, t_memory)`` assumes loads overlap compute, which needs at
+least a second input slot (double buffering, seed 004 §4.4.2: with one slot, load and compute run in series,
+320 vs 192 + 4 x 128 ticks). The evaluator has no tile-level latency, so slots are a buffer-feasibility
+decision: S >= 2 is required; more slots only cost buffer, and the answer reports the fewest (2).
+Likewise T_K changes neither time nor traffic in the evaluator; the answer reports the largest T_K that
+fits the buffer and keeps s <= ceil(K / T_K) (fewest k-steps).
+
+:func:`brute_force_tiles` enumerates the same domain with numpy and calls ``evaluate_arrays`` on the whole
+candidate set as a batch of identical chips: it is the test oracle.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from dse.errors import InfeasibleError, SolverError, SpecError
+from dse.evaluate import _format_rate, evaluate_arrays, op_table
+from dse.hardware import ChipSpec, Chips, load_chip
+from dse.model import power as pw
+from dse.workload import Op, Workload
+
+__all__ = [
+    "TileChoice",
+    "TileData",
+    "tile_data",
+    "solve_tiles",
+    "solve_workload_tiles",
+    "brute_force_tiles",
+    "tile_candidates",
+    "evaluate_tiles",
+    "to_int",
+    "status_name",
+    "SLOTS",
+    "TIME_RTOL",
+]
+
+#: Input slots the model may choose (see the module doc, "Slots").
+SLOTS = (2, 3, 4)
+#: Relative time difference below which two tilings count as equally fast (the traffic tie-break applies).
+TIME_RTOL = 1e-6
+#: The time unit is the op's lower-bound time / 2^TIME_BITS (model time within ~1e-7 of the evaluator's).
+TIME_BITS = 24
+#: Bytes in the memory constraint are scaled so that bandwidth x time-unit is >= 2^BW_BITS.
+BW_BITS = 22
+#: Smallest byte scale: element sizes are multiples of 1/32 byte (MX / NV block scales), so bytes x 32 are integers.
+MIN_BYTE_SCALE = 32
+_INT_LIMIT = 2**62
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def to_int(x: float, unit: float = 1.0, rounding: str = "nearest") -> int:
+    """``x / unit`` as a Python int: the one float -> integer conversion of the CP-SAT models.
+
+    ``rounding``: 'nearest', 'down' (floor) or 'up' (ceil). A value a hair from an integer
+    (relative 1e-12) is taken as that integer, so exact quantities stay exact whichever way is asked.
+    """
+    v = float(x) / float(unit)
+    if not math.isfinite(v):
+        raise SolverError(f"cannot scale {x!r} / {unit!r} to an integer (not finite)")
+    r = round(v)
+    if abs(v - r) <= 1e-12 * max(1.0, abs(v)):
+        out = int(r)
+    elif rounding == "nearest":
+        out = int(r)
+    elif rounding == "down":
+        out = math.floor(v)
+    elif rounding == "up":
+        out = math.ceil(v)
+    else:
+        raise SpecError(f"to_int: rounding must be 'nearest', 'down' or 'up', got {rounding!r}")
+    if abs(out) > _INT_LIMIT:
+        raise SolverError(f"cannot scale {x!r} / {unit!r} to a CP-SAT integer: {out:.3e} is beyond 2^62")
+    return out
+
+
+def status_name(status) -> str:
+    """CP-SAT status by name: OPTIMAL, FEASIBLE, INFEASIBLE, MODEL_INVALID or UNKNOWN."""
+    return getattr(status, "name", None) or str(status)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+def _pad(a: int, q: int) -> int:
+    return _ceil_div(a, q) * q
+
+
+def as_chips(chip) -> Chips:
+    """One design point as Chips, from a catalog name, a ChipSpec or a one-point Chips."""
+    if isinstance(chip, Chips):
+        if chip.n != 1:
+            raise SpecError(f"the tile solver takes one chip, got {chip.n} design points; use chips.take([i])")
+        return chip
+    if isinstance(chip, str):
+        chip = load_chip(chip)
+    if isinstance(chip, ChipSpec):
+        return Chips.from_specs([chip])
+    raise SpecError(f"expected a chip name, a ChipSpec or a one-point Chips, got {type(chip).__name__}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _alone(op: Op) -> Workload:
+    """The operator as a one-op workload, one count (the evaluator's per-op time is what the solver matches)."""
+    from dataclasses import replace
+
+    return Workload(name=f"tile:{op.name}", phase="ops", ops=(replace(op, count=1),))
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class TileChoice:
+    """The tiles of one operator and what they cost (one count of the operator).
+
+    ``time_s`` and ``traffic_bytes`` are the evaluator's t_op and off-chip bytes for exactly these
+    tiles; ``model_time_s`` is the CP-SAT model's time (its integer objective scaled back; equal to
+    ``time_s`` within ~1e-7). ``status`` is the CP-SAT status by name ('OPTIMAL': proven; 'FEASIBLE':
+    the time limit stopped a solve) or 'BRUTE_FORCE' for the oracle. ``solve_time_s`` is the whole
+    wall-clock time (model building, every solve, the evaluator checks).
+    """
+
+    op: str
+    tm: int
+    tn: int
+    tk: int
+    slots: int
+    split_k: int
+    time_s: float
+    traffic_bytes: float
+    status: str
+    solve_time_s: float
+    model_time_s: float = math.nan
+    clock_ratio: float = 1.0
+    working_set_bytes: float = 0.0
+    solves: int = 0
+    info: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def tiles(self) -> tuple[int, int, int, int]:
+        """(T_M, T_N, T_K, split-K), the order ``evaluate_arrays(..., tiles=...)`` takes."""
+        return (self.tm, self.tn, self.tk, self.split_k)
+
+
+# ------------------------------------------------------------------ data
+
+
+@dataclass(frozen=True)
+class TileData:
+    """Every constant of one operator on one chip, taken from the evaluator's own tables (SI units)."""
+
+    op: Op
+    m: int
+    n: int
+    k: int
+    batch: int
+    im: int
+    inn: int
+    ik: int
+    units: int
+    qm_max: int
+    qn_max: int
+    qk_max: int
+    split_max: int
+    ea: float
+    eb: float
+    emax: float
+    local_buffer: float
+    accumulator: float
+    register_file: float
+    # time
+    padded_flops: float
+    unit_rate: float             # FLOP/s of one unit at peak clock x compute efficiency
+    t_vector: float              # s at peak clock
+    kernel_overhead: float
+    # memory
+    a_mem: float
+    b_mem: float
+    c_mem: float
+    ra_cap: int | None           # r_A = min(c_N, ra_cap); None: A fits L2, r_A = 1
+    rb_cap: int | None
+    partial_bytes: float         # 8 M N batch per extra split
+    partial_split: int           # partials go to memory from this split on
+    bandwidth: float
+    # power ceiling
+    budget: float                # J/FLOP at peak rate; inf: no TDP
+    power_exponent: int          # 3: voltage scales with clock, 1: fixed voltage
+    e_fixed: float               # J of FLOPs and vector work (tile-independent)
+    e_local: float               # J per unit of (T_M + T_N) c_M c_N
+    e_a: float                   # J per c_N (A requests)
+    e_b: float                   # J per c_M (B requests)
+    e_split: float               # J per extra split (partial sums requested through L2)
+
+    @property
+    def throttle(self) -> str:
+        """'never' (no TDP or never exceeded on the domain), 'always' (no budget left), or 'maybe'."""
+        if not math.isfinite(self.budget):
+            return "never"
+        if self.budget <= 0:
+            return "always"
+        return "maybe" if self.e_max > self.budget * self.padded_flops else "never"
+
+    @property
+    def p_max(self) -> int:
+        """Upper bound of (T_M + T_N) c_M c_N over the domain (c_M T_M < M + T_M)."""
+        return self.qn_max * (self.m + self.im * self.qm_max) + self.qm_max * (self.n + self.inn * self.qn_max)
+
+    @property
+    def e_max(self) -> float:
+        return (self.e_fixed + self.e_local * self.p_max + self.e_a * self.qn_max + self.e_b * self.qm_max
+                + self.e_split * (self.split_max - 1))
+
+    @property
+    def rho_max(self) -> float:
+        t = self.throttle
+        if t == "never":
+            return 1.0
+        if t == "always":
+            return 1e6  # the evaluator floors the clock ratio at 1e-6
+        return max(1.0, (self.e_max / (self.budget * self.padded_flops)) ** (1.0 / self.power_exponent))
+
+
+def tile_data(op: Op, chip) -> TileData:
+    """The data step: constants of ``op`` on ``chip`` from the evaluator's op table and chip arrays."""
+    if not isinstance(op, Op):
+        raise SpecError(f"the tile solver takes an Op, got {type(op).__name__}")
+    if not (op.m > 0 and op.n > 0 and op.k > 0):
+        raise SpecError(f"op {op.name}: not a GEMM-like operator (m, n, k = {op.m}, {op.n}, {op.k}); "
+                        f"only matrix operators have tiles")
+    chips = as_chips(chip)
+    w = _alone(op)
+    t = op_table(w)
+    g = lambda key, default=0.0: float(chips.get(key, default)[0])  # noqa: E731
+    im, inn, ik = int(g("matrix.instruction.m", 16)), int(g("matrix.instruction.n", 16)), int(g("matrix.instruction.k", 16))
+    units = int(round(float(chips.total_units[0])))
+    m, n, k, batch = int(op.m), int(op.n), int(op.k), int(op.batch)
+    clock = g("clock")
+    fpc, e_flop = (float(v[0]) for v in _format_rate(chips, t.formats[0]))
+    if fpc <= 0:
+        raise SpecError(f"op {op.name}: chip has no matrix rate for format {t.formats[0]} or any wider one")
+    ceff = g("calibration.compute_efficiency", 1.0)
+    # padded FLOPs exactly as the evaluator computes them (instruction padding; causal tiles skipped)
+    if op.causal:
+        fpad = float(op.padded_flops(im, inn, ik))
+    else:
+        fpad = 2.0 * _pad(m, im) * _pad(n, inn) * _pad(k, ik) * batch
+    # vector unit time at peak clock
+    vf, ex = float(t.vector_flops[0]), float(t.exps[0])
+    vrate = units * g("vector.flops_per_cycle") * clock
+    xrate = units * g("vector.exp_per_cycle") * clock
+    tv = (vf / vrate if vf > 0 else 0.0) + (ex / xrate if ex > 0 else 0.0)
+    if not math.isfinite(tv):
+        raise SpecError(f"op {op.name}: vector work on a chip without a vector unit")
+    # memory (seed 004 §4.3.2, §4.4.1): L2 panels, partial sums, Little's-law bandwidth cap
+    l2 = g("l2") * g("dies", 1.0)
+    kk = max(k, 1)
+    ea, eb = float(t.ea[0]), float(t.eb[0])
+    t2 = max(math.floor(l2 / (2.0 * kk * (ea + eb))), 1)
+    a_bytes, b_bytes, c_bytes = float(t.a_bytes[0]), float(t.b_bytes[0]), float(t.c_bytes[0])
+    a_mem = 0.0 if bool(t.on_chip_a[0]) else a_bytes
+    c_mem = 0.0 if bool(t.on_chip_c[0]) else c_bytes
+    ra_cap = _ceil_div(n, t2) if a_bytes > l2 else None
+    rb_cap = _ceil_div(m, t2) if b_bytes > l2 else None
+    pbytes = float(m * n * batch) * 4.0 * 2
+    s0 = math.floor(l2 / pbytes) + 2
+    while s0 > 2 and (s0 - 2) * pbytes > l2:  # the evaluator's float test: (s - 1) P > L2
+        s0 -= 1
+    while (s0 - 1) * pbytes <= l2:
+        s0 += 1
+    bw = g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0)
+    lat, inflight, txn = g("memory_system.latency"), g("memory_system.outstanding"), g("memory_system.transaction", 128.0)
+    if lat > 0 and inflight > 0:
+        bw = min(bw, inflight * txn / lat)
+    # power ceiling (seed 004 §4.1.3), one operator: budget b = (TDP - static - P_mem) / peak rate
+    tdp = g("tdp", math.inf)
+    rate = units * fpc * clock
+    p_mem = float(pw.memory_power(g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0), g("energy.memory")))
+    budget = float(pw.energy_budget_per_flop(tdp, rate, p_mem, g("power.static"))) if math.isfinite(tdp) else math.inf
+    e_loc, e_l2 = g("energy.local"), g("energy.l2")
+    emax = max(ea, eb)
+    qk_max = _ceil_div(k, ik)
+    return TileData(
+        op=op, m=m, n=n, k=k, batch=batch, im=im, inn=inn, ik=ik, units=units,
+        qm_max=_ceil_div(m, im), qn_max=_ceil_div(n, inn), qk_max=qk_max, split_max=max(1, min(units, qk_max)),
+        ea=ea, eb=eb, emax=emax,
+        local_buffer=g("local_buffer"), accumulator=g("accumulator"), register_file=g("register_file"),
+        padded_flops=fpad, unit_rate=fpc * clock * ceff, t_vector=tv,
+        kernel_overhead=g("calibration.kernel_overhead"),
+        a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
+        partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
+        budget=budget, power_exponent=3 if g("power.voltage_scaling", 1.0) > 0.5 else 1,
+        e_fixed=fpad * e_flop + (vf + ex) * g("energy.vector_flop"),
+        e_local=e_loc * k * emax * batch,
+        e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
+    )
+
+
+# ------------------------------------------------------------------ the evaluator on candidate tiles
+
+
+def evaluate_tiles(op: Op, chip, tm, tn, tk, split) -> dict[str, np.ndarray]:
+    """The evaluator on a batch of candidate tiles: per candidate t_op (s), off-chip bytes, clock ratio.
+
+    One call to ``evaluate_arrays`` with the chip repeated once per candidate and the operator alone
+    (one count). The tile solver checks its answers with this; the brute force is this over the domain.
+    """
+    chips = as_chips(chip)
+    arrs = [np.atleast_1d(np.asarray(v, dtype=float)) for v in (tm, tn, tk, split)]
+    tm, tn, tk, split = np.broadcast_arrays(*arrs)
+    n = len(tm)
+    batch = chips.take(np.zeros(n, dtype=np.int64))
+    out = evaluate_arrays(batch, _alone(op), tiles=(tm[:, None], tn[:, None], tk[:, None], split[:, None]),
+                          breakdown=True)
+    ops = out["_ops"]
+    return {"time_s": ops["t_op"][:, 0], "traffic_bytes": ops["bytes_memory"][:, 0],
+            "clock_ratio": out["clock_ratio"]}
+
+
+def _working_set(d: TileData, tm, tn, tk, slots):
+    ws = slots * (tm * tk * d.ea + tk * tn * d.eb)
+    return ws if d.accumulator > 0 else ws + 4.0 * tm * tn
+
+
+def _fits(d: TileData, tm, tn, tk, slots):
+    """Buffer, accumulator and register limits (numpy, broadcasting)."""
+    tm, tn, tk, slots = (np.asarray(v, dtype=float) for v in (tm, tn, tk, slots))
+    ok = _working_set(d, tm, tn, tk, slots) <= d.local_buffer
+    if d.accumulator > 0:
+        ok &= 4.0 * tm * tn <= d.accumulator
+    elif d.register_file > 0:
+        ok &= 4.0 * tm * tn <= d.register_file
+    return ok
+
+
+def _canonical_tk(d: TileData, tm: int, tn: int, split: int, slots: int = SLOTS[0]) -> int:
+    """The largest T_K (multiple of k_i) that fits with ``slots`` slots and keeps split <= ceil(K / T_K)."""
+    acc = 0.0 if d.accumulator > 0 else 4.0 * tm * tn
+    per_k = slots * (tm * d.ea + tn * d.eb)
+    q_buf = math.floor((d.local_buffer - acc) / (per_k * d.ik) + 1e-12)
+    q_split = d.qk_max if split <= 1 else (d.k - 1) // ((split - 1) * d.ik)  # ceil(K / (ik q)) >= split
+    q = max(1, min(d.qk_max, q_buf, q_split))
+    return d.ik * q
+
+
+def _class_min(d: TileData, cm: int, cn: int) -> tuple[int, int]:
+    """The smallest T_M, T_N with ceil(M / T_M) = cm, ceil(N / T_N) = cn: never slower, never more traffic."""
+    return _pad(_ceil_div(d.m, cm), d.im), _pad(_ceil_div(d.n, cn), d.inn)
+
+
+# ------------------------------------------------------------------ the model
+
+
+class _TileModel:
+    """The CP-SAT model of one operator's tiles (built once, cloned per phase)."""
+
+    def __init__(self, d: TileData):
+        self.d = d
+        self._scales()
+        self.model = cp_model.CpModel()
+        self.v: dict[str, cp_model.IntVar] = {}
+        self.hi: dict[str, int] = {}  # upper bound of each variable
+        self._variables()
+        self._constraints()
+
+    # ---- scaling (one time unit, one byte scale, one rho resolution)
+    def _scales(self):
+        d = self.d
+        self.rho_const = 1e6 if d.throttle == "always" else 1.0
+        t_matrix_lb = d.padded_flops / (d.units * d.unit_rate) * self.rho_const
+        ra_min = 1
+        bytes_min = d.a_mem * ra_min + d.b_mem + d.c_mem
+        t_lb = max(t_matrix_lb, d.t_vector * self.rho_const, bytes_min / d.bandwidth)
+        self.q = t_lb / 2**TIME_BITS
+        sb = MIN_BYTE_SCALE
+        while d.bandwidth * self.q * sb < 2**BW_BITS:
+            sb *= 2
+        self.sb = sb
+        self.bw_q = to_int(d.bandwidth * self.q * sb)
+        # upper bounds of the time terms over the domain (for variable domains)
+        rho_max = d.rho_max
+        ra_max = min(d.qn_max, d.ra_cap) if d.ra_cap else 1
+        rb_max = min(d.qm_max, d.rb_cap) if d.rb_cap else 1
+        self.bytes_max = (d.a_mem * ra_max + d.b_mem * rb_max + d.c_mem
+                          + (d.partial_bytes * (d.split_max - 1) if d.split_max >= d.partial_split else 0.0))
+        t_ub = max(d.padded_flops / d.unit_rate * rho_max * self.rho_const, d.t_vector * rho_max * self.rho_const,
+                   self.bytes_max / d.bandwidth)
+        self.t_lo = max(0, to_int(t_lb, self.q, "down") - 4)
+        self.t_hi = to_int(t_ub, self.q, "up") + 4
+        self.c_matrix = to_int(d.padded_flops / d.unit_rate * self.rho_const, self.q)
+        self.c_vector = to_int(d.t_vector * self.rho_const, self.q)
+        # rho resolution R: (R rho_max + 2)^p <= 2^62 and C rho_hat <= 2^62
+        if d.throttle == "maybe":
+            p = d.power_exponent
+            r_bits = 9
+            while r_bits > 0 and ((2**r_bits * rho_max + 2) ** p > _INT_LIMIT
+                                  or self.c_matrix * (2**r_bits * rho_max + 2) > _INT_LIMIT
+                                  or max(self.c_vector, 1) * (2**r_bits * rho_max + 2) > _INT_LIMIT):
+                r_bits -= 1
+            self.R = 2**r_bits
+        else:
+            self.R = 1
+
+    # ---- variables
+    def _var(self, name: str, lo: int, hi: int) -> cp_model.IntVar:
+        key = f"{name}[{self.d.op.name}]"
+        var = self.model.new_int_var(int(lo), int(hi), key)
+        self.v[name] = var
+        self.hi[name] = int(hi)
+        return var
+
+    def _variables(self):
+        d = self.d
+        self._var("q_m", 1, d.qm_max)
+        self._var("q_n", 1, d.qn_max)
+        self._var("q_k", 1, d.qk_max)
+        self._var("t_m", d.im, d.im * d.qm_max)
+        self._var("t_n", d.inn, d.inn * d.qn_max)
+        self._var("t_k", d.ik, d.ik * d.qk_max)
+        self._var("slots", SLOTS[0], SLOTS[-1])
+        self._var("split", 1, d.split_max)
+        self._var("c_m", 1, d.qm_max)
+        self._var("c_n", 1, d.qn_max)
+        self._var("k_steps", 1, d.qk_max)
+        tiles_max = d.qm_max * d.qn_max
+        self._var("tiles", 1, tiles_max)
+        self._var("work", d.batch, d.batch * tiles_max * d.split_max)
+        self._var("waves", 1, _ceil_div(d.batch * tiles_max * d.split_max, d.units))
+        self._var("time", self.t_lo, self.t_hi)
+        self._var("bytes", 0, to_int(self.bytes_max * self.sb, rounding="up"))
+
+    # ---- constraints
+    def _constraints(self):
+        d, m, v = self.d, self.model, self.v
+        # instruction multiples
+        m.add(v["t_m"] == d.im * v["q_m"])
+        m.add(v["t_n"] == d.inn * v["q_n"])
+        m.add(v["t_k"] == d.ik * v["q_k"])
+        # ceilings: c = ceil(X / T) = (X + T - 1) // T
+        m.add_division_equality(v["c_m"], v["t_m"] + (d.m - 1), v["t_m"])
+        m.add_division_equality(v["c_n"], v["t_n"] + (d.n - 1), v["t_n"])
+        m.add_division_equality(v["k_steps"], v["t_k"] + (d.k - 1), v["t_k"])
+        m.add(v["split"] <= v["k_steps"])
+        # work items and waves over the units (wave quantization with split-K)
+        m.add_multiplication_equality(v["tiles"], [v["c_m"], v["c_n"]])
+        tiles_split = self._var("tiles_split", 1, d.qm_max * d.qn_max * d.split_max)
+        m.add_multiplication_equality(tiles_split, [v["tiles"], v["split"]])
+        m.add(v["work"] == d.batch * tiles_split)
+        m.add_division_equality(v["waves"], v["work"] + (d.units - 1), d.units)
+        self._buffer()
+        self._throttle()
+        self._time()
+
+    def _buffer(self):
+        d, m, v = self.d, self.model, self.v
+        eb_scale = MIN_BYTE_SCALE
+        mk = self._var("a_tile", d.im * d.ik, d.im * d.qm_max * d.ik * d.qk_max)
+        kn = self._var("b_tile", d.inn * d.ik, d.inn * d.qn_max * d.ik * d.qk_max)
+        mn = self._var("c_tile", d.im * d.inn, d.im * d.qm_max * d.inn * d.qn_max)
+        m.add_multiplication_equality(mk, [v["t_m"], v["t_k"]])
+        m.add_multiplication_equality(kn, [v["t_k"], v["t_n"]])
+        m.add_multiplication_equality(mn, [v["t_m"], v["t_n"]])
+        ea, eb = to_int(d.ea, 1 / eb_scale, "up"), to_int(d.eb, 1 / eb_scale, "up")
+        slot_hi = ea * self.hi["a_tile"] + eb * self.hi["b_tile"]
+        slot = self._var("slot_bytes", 0, slot_hi)  # one input slot, x 32
+        m.add(slot == ea * mk + eb * kn)
+        inputs = self._var("input_bytes", 0, SLOTS[-1] * slot_hi)
+        m.add_multiplication_equality(inputs, [v["slots"], slot])
+        buf = to_int(d.local_buffer, 1 / eb_scale, "down")
+        if d.accumulator > 0:
+            m.add(inputs <= buf).with_name("buffer_fit")
+            m.add(4 * mn <= to_int(d.accumulator, rounding="down")).with_name("accumulator_fit")
+        else:
+            m.add(inputs + 4 * eb_scale * mn <= buf).with_name("buffer_fit")
+            if d.register_file > 0:
+                m.add(4 * mn <= to_int(d.register_file, rounding="down")).with_name("register_fit")
+
+    def _throttle(self):
+        """rho_hat = R x (1 / clock ratio), bounded below through the energy per FLOP (see the module doc)."""
+        d, m, v = self.d, self.model, self.v
+        if d.throttle != "maybe":
+            self.rho = None
+            return
+        R, p = self.R, d.power_exponent
+        hi = math.ceil(R * d.rho_max) + 2
+        rho = self._var("rho", R, hi)
+        self.rho = rho
+        # energy: e Fp = e_fixed + e_local (T_M + T_N) c_M c_N + e_a c_N + e_b c_M + e_split (s - 1)
+        tmn = self._var("t_m_plus_t_n", d.im + d.inn, d.im * d.qm_max + d.inn * d.qn_max)
+        m.add(tmn == v["t_m"] + v["t_n"])
+        local = self._var("local_units", 0, d.p_max)
+        m.add_multiplication_equality(local, [v["tiles"], tmn])
+        unit = d.budget * d.padded_flops / 2**40  # J per integer unit of 2^40 e / b
+        k_fix = to_int(d.e_fixed, unit, "down")
+        k_loc = to_int(d.e_local, unit, "down")
+        k_a, k_b = to_int(d.e_a, unit, "down"), to_int(d.e_b, unit, "down")
+        k_s = to_int(d.e_split, unit, "down")
+        e_hi = k_fix + k_loc * self.hi["local_units"] + k_a * d.qn_max + k_b * d.qm_max + k_s * (d.split_max - 1)
+        energy = self._var("energy", 0, e_hi)
+        m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
+        # rho_hat >= R (e/b)^(1/p) - 1  <=>  e/b <= ((rho_hat + 1) / R)^p : a monotone table over rho_hat
+        table = [to_int(((j + 1) / R) ** p * 2**40, rounding="up") for j in range(R, hi + 1)]
+        e_cap = self._var("energy_cap", table[0], table[-1])
+        idx = self._var("rho_index", 0, hi - R)
+        m.add(idx == rho - R)
+        m.add_element(idx, table, e_cap)
+        m.add(energy <= e_cap)
+
+    def _time(self):
+        d, m, v = self.d, self.model, self.v
+        T = v["time"]
+        # matrix: T work >= C_rho waves
+        tw = self._var("time_x_work", 0, self.t_hi * self.hi["work"])
+        m.add_multiplication_equality(tw, [T, v["work"]])
+        if self.rho is None:
+            m.add(tw >= self.c_matrix * v["waves"])
+        else:
+            R = self.R
+            c_hi = self.c_matrix * (self.hi["rho"] + R) // R + 1
+            c_rho = self._var("c_rho", self.c_matrix, c_hi)
+            m.add(R * c_rho >= self.c_matrix * self.rho - R + 1)
+            cw = self._var("c_rho_x_waves", 0, c_hi * self.hi["waves"])
+            m.add_multiplication_equality(cw, [c_rho, v["waves"]])
+            m.add(tw >= cw)
+        # vector
+        if self.c_vector > 0:
+            if self.rho is None:
+                m.add(T >= self.c_vector)
+            else:
+                m.add(self.R * T >= self.c_vector * self.rho - self.R + 1)
+        # memory: BW_q T >= bytes (x sb)
+        sb = self.sb
+        terms = []
+        if d.a_mem > 0:
+            if d.ra_cap is None:
+                terms.append(to_int(d.a_mem * sb))
+            else:
+                ra = self._var("reads_a", 1, min(d.qn_max, d.ra_cap))
+                m.add_min_equality(ra, [v["c_n"], d.ra_cap])
+                terms.append(to_int(d.a_mem * sb) * ra)
+        if d.b_mem > 0:
+            if d.rb_cap is None:
+                terms.append(to_int(d.b_mem * sb))
+            else:
+                rb = self._var("reads_b", 1, min(d.qm_max, d.rb_cap))
+                m.add_min_equality(rb, [v["c_m"], d.rb_cap])
+                terms.append(to_int(d.b_mem * sb) * rb)
+        terms.append(to_int(d.c_mem * sb))
+        if d.split_max >= d.partial_split:
+            spill = m.new_bool_var(f"partials_to_memory[{d.op.name}]")
+            m.add(v["split"] >= d.partial_split).only_enforce_if(spill)
+            m.add(v["split"] <= d.partial_split - 1).only_enforce_if(~spill)
+            extra = self._var("spilled_splits", 0, d.split_max - 1)
+            m.add(extra == v["split"] - 1).only_enforce_if(spill)
+            m.add(extra == 0).only_enforce_if(~spill)
+            terms.append(to_int(d.partial_bytes * sb) * extra)
+        m.add(v["bytes"] == sum(terms))
+        m.add(self.bw_q * T >= v["bytes"])
+
+    # ---- solve
+    def solve(self, model: cp_model.CpModel, time_limit_s: float, seed: int):
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_time_in_seconds = max(time_limit_s, 1e-3)
+        solver.parameters.random_seed = int(seed)
+        status = solver.solve(model)
+        return solver, status
+
+
+def _forbid(model: cp_model.CpModel, v: dict, cls: tuple[int, int, int]) -> None:
+    model.add_forbidden_assignments([v["c_m"], v["c_n"], v["split"]], [cls])
+
+
+def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0, max_rounds: int = 200) -> TileChoice:
+    """Tiles of ``op`` on ``chip`` that minimize the evaluator's time, then off-chip traffic (CP-SAT).
+
+    ``chip``: a catalog name, a ChipSpec or a one-point Chips. ``time_limit_s`` bounds the wall-clock time
+    of all solves together. Raises InfeasibleError when no tile fits the buffer (the message names the
+    limit), SolverError on any CP-SAT status other than OPTIMAL / FEASIBLE.
+    """
+    start = time.perf_counter()
+    chips = as_chips(chip)
+    d = tile_data(op, chips)
+    tm_ = _TileModel(d)
+    v, q, sb = tm_.v, tm_.q, tm_.sb
+    seen: dict[tuple[int, int, int], tuple[float, float]] = {}  # class -> (true time, traffic) of its cheapest tile
+    solves, statuses = 0, []
+
+    def remaining() -> float:
+        return time_limit_s - (time.perf_counter() - start)
+
+    def run(model):
+        nonlocal solves
+        if remaining() <= 0:
+            raise SolverError(f"tiles of {op.name}: time limit of {time_limit_s} s reached before a solution")
+        solver, status = tm_.solve(model, remaining(), seed)
+        solves += 1
+        name = status_name(status)
+        statuses.append(name)
+        if name in ("OPTIMAL", "FEASIBLE"):
+            return solver, name
+        if name == "INFEASIBLE":
+            return None, name
+        raise SolverError(f"tiles of {op.name}: CP-SAT returned {name}"
+                          + (f" ({model.validate()})" if name == "MODEL_INVALID" else ""))
+
+    def true_cost(cls):
+        if cls not in seen:
+            tmc, tnc = _class_min(d, cls[0], cls[1])
+            r = evaluate_tiles(op, chips, tmc, tnc, d.ik, cls[2])
+            seen[cls] = (float(r["time_s"][0]) - d.kernel_overhead, float(r["traffic_bytes"][0]))
+        return seen[cls]
+
+    def cls_of(solver):
+        return (solver.value(v["c_m"]), solver.value(v["c_n"]), solver.value(v["split"]))
+
+    # ---- phase 1: minimize time (lower-bound model, each candidate checked with the evaluator)
+    model = tm_.model.clone()
+    model.minimize(v["time"])
+    best_cls, best_t = None, math.inf
+    for _ in range(max_rounds):
+        solver, name = run(model)
+        if solver is None:
+            break
+        cls = cls_of(solver)
+        t_true, _ = true_cost(cls)
+        if t_true < best_t:
+            best_cls, best_t = cls, t_true
+        bound = (solver.best_objective_bound - 3) * q  # the model never exceeds the true time by more than ~3 q
+        if best_t <= bound * (1 + TIME_RTOL):
+            break
+        _forbid(model, v, cls)
+    else:
+        statuses.append("FEASIBLE")  # rounds exhausted: best found, not proven
+    if best_cls is None:
+        raise InfeasibleError(_infeasible_message(d))
+    t_star = best_t
+
+    # ---- phase 2: among tilings within TIME_RTOL of the fastest, the least off-chip traffic
+    model = tm_.model.clone()
+    for cls, (t_c, _) in seen.items():
+        if t_c > t_star * (1 + TIME_RTOL):
+            _forbid(model, v, cls)
+    model.add(v["time"] <= to_int(t_star * (1 + TIME_RTOL), q, "down") + 3)
+    model.minimize(v["bytes"])
+    model.add_hint(v["c_m"], best_cls[0])
+    model.add_hint(v["c_n"], best_cls[1])
+    model.add_hint(v["split"], best_cls[2])
+    final_cls, model_time = best_cls, math.nan
+    for _ in range(max_rounds):
+        solver, name = run(model)
+        if solver is None:
+            break
+        cls = cls_of(solver)
+        t_c, _ = true_cost(cls)
+        if t_c <= t_star * (1 + TIME_RTOL):
+            final_cls, model_time = cls, solver.value(v["time"]) * q
+            break
+        _forbid(model, v, cls)
+    else:
+        statuses.append("FEASIBLE")
+
+    # ---- extract: the cheapest tile of the class, the fewest slots, the largest T_K
+    tmc, tnc = _class_min(d, final_cls[0], final_cls[1])
+    split = final_cls[2]
+    slots = SLOTS[0]
+    tk = _canonical_tk(d, tmc, tnc, split, slots)
+    r = evaluate_tiles(op, chips, tmc, tnc, tk, split)
+    status = "OPTIMAL" if all(s in ("OPTIMAL", "INFEASIBLE") for s in statuses) else "FEASIBLE"
+    if not math.isfinite(model_time):
+        model_time = true_cost(final_cls)[0]
+    return TileChoice(
+        op=op.name, tm=int(tmc), tn=int(tnc), tk=int(tk), slots=slots, split_k=int(split),
+        time_s=float(r["time_s"][0]), traffic_bytes=float(r["traffic_bytes"][0]), status=status,
+        solve_time_s=time.perf_counter() - start, model_time_s=model_time + d.kernel_overhead,
+        clock_ratio=float(r["clock_ratio"][0]),
+        working_set_bytes=float(_working_set(d, tmc, tnc, tk, slots)), solves=solves,
+        info={"time_unit_s": q, "byte_scale": sb, "rho_resolution": tm_.R, "statuses": tuple(statuses),
+              "classes_checked": len(seen)},
+    )
+
+
+def _infeasible_message(d: TileData) -> str:
+    """Which limit rejects even the smallest tile (instruction-sized, 2 slots)."""
+    tm, tn, tk, s = d.im, d.inn, d.ik, SLOTS[0]
+    ws = _working_set(d, tm, tn, tk, s)
+    where = f"op {d.op.name}: no tile fits"
+    if ws > d.local_buffer:
+        what = "inputs" if d.accumulator > 0 else "inputs and FP32 accumulator"
+        return (f"{where}: buffer_fit: the smallest tile {tm}x{tn}x{tk} with {s} slots needs {ws:,.0f} B "
+                f"({what}) > local buffer {d.local_buffer:,.0f} B")
+    acc = 4.0 * tm * tn
+    if d.accumulator > 0 and acc > d.accumulator:
+        return f"{where}: accumulator_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > accumulator {d.accumulator:,.0f} B"
+    if d.accumulator <= 0 and 0 < d.register_file < acc:
+        return f"{where}: register_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > register file {d.register_file:,.0f} B"
+    return f"{where} (CP-SAT proved the tile domain empty)"
+
+
+# ------------------------------------------------------------------ workloads
+
+
+def _op_key(op: Op) -> Op:
+    from dataclasses import replace
+
+    return replace(op, name="", count=1)
+
+
+def solve_workload_tiles(workload: Workload, chip, *, time_limit_s: float = 10.0, seed: int = 0):
+    """Solve every GEMM-like operator of ``workload``; return ``(tiles, choices)``.
+
+    ``tiles`` is ``(T_M, T_N, T_K, split)``, each a (1, O) float array usable as
+    ``evaluate_arrays(chips, workload, tiles=tiles)`` (a row broadcasts over any number of identical
+    design points); vector operators get the instruction tile and split 1 (the evaluator ignores them).
+    ``choices`` maps operator names to TileChoice. Identical operators (same shapes and formats) are
+    solved once. Each operator's tiles are optimal for that operator run alone; in a workload the
+    evaluator derives one sustained clock from all operators' energy, so where the power ceiling binds,
+    the workload's clock (and hence its time) can differ from the per-operator optimum's.
+    """
+    chips = as_chips(chip)
+    g = lambda key: float(chips.get(key, 16.0)[0])  # noqa: E731
+    im, inn, ik = g("matrix.instruction.m"), g("matrix.instruction.n"), g("matrix.instruction.k")
+    O = len(workload.ops)
+    out = [np.full((1, O), im), np.full((1, O), inn), np.full((1, O), ik), np.ones((1, O))]
+    choices: dict[str, TileChoice] = {}
+    cache: dict[Op, TileChoice] = {}
+    for j, op in enumerate(workload.ops):
+        if not (op.m > 0 and op.n > 0 and op.k > 0):
+            continue
+        key = _op_key(op)
+        if key not in cache:
+            cache[key] = solve_tiles(op, chips, time_limit_s=time_limit_s, seed=seed)
+        c = cache[key]
+        choices[op.name] = c
+        for arr, val in zip(out, c.tiles):
+            arr[0, j] = val
+    return tuple(out), choices
+
+
+# ------------------------------------------------------------------ brute force (the oracle)
+
+
+def tile_candidates(op: Op, chip, *, prune: bool = True) -> dict[str, np.ndarray]:
+    """Every feasible tiling of the domain (``prune=False``: all five decisions), or its dominant subset.
+
+    Pruned (exact, the evaluator's time and traffic depend on the tiles only as stated):
+      * T_K and S change neither time nor traffic, and T_K = k_i with S = 2 is the smallest working set and
+        the loosest split limit: a (T_M, T_N, s) is feasible iff it is feasible there;
+      * time and traffic depend on T_M only through c_M = ceil(M / T_M) (and r_B = min(c_M, ceil(M / t_2))),
+        except the local-buffer energy, which grows with T_M: the smallest T_M of each c_M dominates (same for T_N);
+      * for fixed tiles, memory time, traffic and energy grow with s, and the matrix time follows
+        ceil(w s / U) / (w s): only splits that strictly improve that ratio over every smaller split remain.
+    """
+    d = tile_data(op, chip)
+    if not prune:
+        qm, qn, qk, sl, sp = np.meshgrid(np.arange(1, d.qm_max + 1), np.arange(1, d.qn_max + 1),
+                                         np.arange(1, d.qk_max + 1), np.array(SLOTS),
+                                         np.arange(1, d.split_max + 1), indexing="ij")
+        tm, tn, tk = d.im * qm.ravel(), d.inn * qn.ravel(), d.ik * qk.ravel()
+        sl, sp = sl.ravel(), sp.ravel()
+        ok = _fits(d, tm, tn, tk, sl) & (sp <= -(-d.k // tk))
+        return {"tm": tm[ok], "tn": tn[ok], "tk": tk[ok], "slots": sl[ok], "split": sp[ok]}
+    c = np.arange(1, d.qm_max + 1)
+    tms = np.unique(-(-(-(-d.m // c)) // d.im) * d.im)
+    c = np.arange(1, d.qn_max + 1)
+    tns = np.unique(-(-(-(-d.n // c)) // d.inn) * d.inn)
+    TM, TN = (a.ravel() for a in np.meshgrid(tms, tns, indexing="ij"))
+    ok = _fits(d, TM, TN, d.ik, SLOTS[0])
+    TM, TN = TM[ok], TN[ok]
+    w = (-(-d.m // TM)) * (-(-d.n // TN)) * d.batch
+    S = np.arange(1, d.split_max + 1)
+    ws = w[:, None] * S[None, :]
+    waves = -(-ws // d.units)
+    # keep s where waves/ws < min over smaller splits (integer cross-multiplication)
+    keep = np.ones(ws.shape, dtype=bool)
+    best_w = waves[:, 0].copy()
+    best_ws = ws[:, 0].copy()
+    for j in range(1, len(S)):
+        better = waves[:, j] * best_ws < best_w * ws[:, j]
+        keep[:, j] = better
+        best_w = np.where(better, waves[:, j], best_w)
+        best_ws = np.where(better, ws[:, j], best_ws)
+    i, j = np.nonzero(keep)
+    n = len(i)
+    return {"tm": TM[i], "tn": TN[i], "tk": np.full(n, d.ik), "slots": np.full(n, SLOTS[0]), "split": S[j]}
+
+
+def brute_force_tiles(op: Op, chip, *, prune: bool = True, chunk: int = 200_000) -> TileChoice:
+    """The oracle: every candidate of :func:`tile_candidates` through ``evaluate_arrays`` at once.
+
+    Picks the least time, and among the tilings within TIME_RTOL of it the least off-chip traffic (then
+    the smallest T_M + T_N, fewest slots, largest T_K for a canonical answer). ``info`` holds the number
+    of candidates and, under 'all', every candidate's time and traffic.
+    """
+    start = time.perf_counter()
+    chip = as_chips(chip)
+    d = tile_data(op, chip)
+    cand = tile_candidates(op, chip, prune=prune)
+    n = len(cand["tm"])
+    if n == 0:
+        raise InfeasibleError(_infeasible_message(d))
+    times, traffic, cr = [], [], []
+    for s in range(0, n, chunk):
+        r = evaluate_tiles(op, chip, cand["tm"][s:s + chunk], cand["tn"][s:s + chunk], cand["tk"][s:s + chunk],
+                           cand["split"][s:s + chunk])
+        times.append(r["time_s"])
+        traffic.append(r["traffic_bytes"])
+        cr.append(r["clock_ratio"])
+    T, B, CR = np.concatenate(times), np.concatenate(traffic), np.concatenate(cr)
+    busy = T - d.kernel_overhead
+    tie = busy <= busy.min() * (1 + TIME_RTOL)
+    order = np.lexsort((-cand["tk"], cand["slots"], cand["tm"] + cand["tn"], np.where(tie, B, np.inf)))
+    i = int(order[0])
+    return TileChoice(
+        op=op.name, tm=int(cand["tm"][i]), tn=int(cand["tn"][i]), tk=int(cand["tk"][i]), slots=int(cand["slots"][i]),
+        split_k=int(cand["split"][i]), time_s=float(T[i]), traffic_bytes=float(B[i]), status="BRUTE_FORCE",
+        solve_time_s=time.perf_counter() - start, model_time_s=float(T[i]), clock_ratio=float(CR[i]),
+        working_set_bytes=float(_working_set(d, cand["tm"][i], cand["tn"][i], cand["tk"][i], cand["slots"][i])),
+        info={"candidates": n, "all": {"time_s": T, "traffic_bytes": B, **cand}},
+    )

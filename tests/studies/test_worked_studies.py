@@ -1,0 +1,71 @@
+"""Worked studies in studies/: each runs with a reduced budget and its stated conclusion holds.
+
+The expected conclusions are the ones written in each study's comment block;
+the numbers they rest on come from independent sources named inline.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from dse.precision import quant_error
+from dse.study import run_study
+
+STUDIES = Path(__file__).resolve().parents[2] / "studies"
+
+
+@pytest.fixture(scope="module")
+def precision(tmp_path_factory):
+    return run_study(STUDIES / "precision-vs-error.yaml", out=tmp_path_factory.mktemp("prec"), write=False)
+
+
+def test_precision_four_bit_weights_exceed_the_limit(precision):
+    t = precision
+    four_bit = t["p.workload.formats.weights"].isin(["mxfp4", "nvfp4", "int4_g128"])
+    assert four_bit.any()
+    assert not t[four_bit]["feasible"].any()
+    # independent check of the premise: each 4-bit format's round-trip error on Gaussian data exceeds 5%
+    for f in ("mxfp4", "nvfp4", "int4_g128"):
+        assert quant_error(f) > 0.05
+
+
+def test_precision_fastest_feasible_uses_narrowest_format_within_limit(precision):
+    feas = precision[precision.feasible]
+    best = feas.nsmallest(1, "obj.latency_per_token").iloc[0]
+    assert best["p.workload.formats.weights"] == "mxfp6"  # 6.25 bits/value, error 2.8% (< 5%)
+    assert best["p.hbm.stacks"] == 8
+    # narrower weights are faster and cheaper in energy at equal stacks and KV format (bandwidth-bound decode)
+    sub = feas[(feas["p.hbm.stacks"] == 8) & (feas["p.workload.formats.kv"] == "fp8_e4m3")
+               & (feas["p.workload.formats.activations"] == "bf16")].set_index("p.workload.formats.weights")
+    assert sub.loc["mxfp6", "obj.latency_per_token"] < sub.loc["fp8_e4m3", "obj.latency_per_token"] \
+        < sub.loc["bf16", "obj.latency_per_token"]
+    assert sub.loc["mxfp6", "obj.energy_per_token"] < sub.loc["bf16", "obj.energy_per_token"]
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory):
+    return run_study(STUDIES / "moe-235b-serving.yaml", out=tmp_path_factory.mktemp("moe"), write=False)
+
+
+def test_moe_is_capacity_bound(moe):
+    t = moe
+    # resident bytes: 123.1 GB of 4-bit weights + 12.6 GB KV + 2 GiB (seed 004 §4.3.3: 137.9 GB)
+    resident = t["m.resident_bytes"].iloc[0]
+    assert resident == pytest.approx(137.9e9, rel=0.01)
+    small = t["m.capacity_bytes"] < resident
+    assert small.any() and not t[small]["feasible"].any()
+    assert t[~small]["feasible"].any()
+
+
+def test_moe_cheapest_feasible_uses_fewest_largest_stacks(moe):
+    feas = moe[moe.feasible]
+    cheapest = feas.nsmallest(1, "obj.chip_cost").iloc[0]
+    need = cheapest["m.resident_bytes"]
+    # the fewest stacks of the largest size (48 GB) that hold the resident bytes: ceil(137.9 / 48) = 3
+    assert cheapest["p.hbm.capacity_per_stack"] == 48e9
+    assert cheapest["p.hbm.stacks"] == 3
+    assert cheapest["p.dies"] == 1
+    # more stacks buy throughput on the front
+    front = feas[feas.pareto_rank == 0].sort_values("obj.chip_cost")
+    assert front["obj.throughput"].is_monotonic_increasing
+    assert front["obj.throughput"].iloc[-1] > 1.5 * front["obj.throughput"].iloc[0]

@@ -1,0 +1,384 @@
+"""Tests of dse.evaluate: properties of the time/energy model (hypothesis) and unit tests of its parts.
+
+The seed cases that go through the evaluator are in tests/reference/test_evaluator_cases.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dse import evaluate as ev
+from dse import workload as W
+from dse.evaluate import default_tiles, evaluate, evaluate_arrays, op_table
+from dse.hardware import Chips, load_chip
+
+GiB = 2**30
+BASES = ("h100", "a100", "rtx-4090", "b200", "apple-m3-ultra")
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module")
+def decode_8k():
+    return W.decode("qwen3-8b", batch=1, context=8192)
+
+
+def gemm_wl(m, n, k, batch=1, fmt="bf16", name="g"):
+    formats = {"weights": fmt, "activations": fmt, "output": fmt}
+    return W.Workload(name=name, phase="ops", ops=(W.gemm(name, m, n, k, batch=batch, formats=formats),))
+
+
+# a small zoo of workloads: GEMMs of any shape, decode, causal prefill, MoE (uniform and concentrated)
+_FIXED = {
+    "decode": lambda: W.decode("qwen3-8b", batch=4, context=2048),
+    "prefill": lambda: W.prefill("qwen3-8b", batch=1, tokens=300),
+    "moe": lambda: W.decode("mixtral-8x7b", batch=8, context=1024),
+    "moe_conc": lambda: W.decode("qwen3-235b-a22b", batch=4, context=512, routing="concentrated"),
+    "fp8": lambda: W.decode("qwen3-8b", batch=2, context=1024, formats={"weights": "fp8", "activations": "fp8"}),
+}
+_CACHE: dict = {}
+
+
+def _fixed(name):
+    if name not in _CACHE:
+        _CACHE[name] = _FIXED[name]()
+    return _CACHE[name]
+
+
+dims = st.integers(1, 5000)
+workloads = st.one_of(
+    st.builds(gemm_wl, dims, dims, dims, st.integers(1, 8)),
+    st.sampled_from(sorted(_FIXED)).map(_fixed),
+)
+tdps = st.sampled_from([np.inf, 60.0, 300.0, 1000.0])
+
+
+def _base(name):
+    return load_chip(name)
+
+
+def _pair(base, key, lo, hi, **fixed) -> Chips:
+    """Two points of ``base`` that differ only in ``key`` (lo, hi)."""
+    return Chips.from_base(_base(base), 2, {key: [lo, hi], **fixed})
+
+
+# ---------------------------------------------------------------- properties
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(base=st.sampled_from(BASES), wl=workloads, units=st.integers(1, 300), more=st.integers(1, 300),
+       clock=st.floats(0.3e9, 3e9), tdp=tdps, voltage_scaling=st.sampled_from([0.0, 1.0]))
+def test_more_units_are_never_slower(base, wl, units, more, clock, tdp, voltage_scaling):
+    """More compute units never increase time, unless the power ceiling lowered the clock (seed 004 §4.1.3)."""
+    a = evaluate_arrays(_pair(base, "units", units, units + more, clock=clock, tdp=tdp,
+                              **{"power.voltage_scaling": voltage_scaling}), wl)
+    t0, t1 = a["time_s"]
+    assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
+    assert a["t_matrix_ideal_s"][1] <= a["t_matrix_ideal_s"][0] * (1 + 1e-12)
+    if np.isinf(tdp):
+        assert t1 <= t0 * (1 + 1e-12)
+    elif t1 > t0 * (1 + 1e-12):
+        assert a["clock_ratio"][1] < a["clock_ratio"][0]
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(base=st.sampled_from(BASES), wl=workloads, bw=st.floats(50e9, 10e12), factor=st.floats(1.0, 10.0),
+       tdp=tdps)
+def test_more_bandwidth_is_never_slower(base, wl, bw, factor, tdp):
+    """More memory bandwidth never increases time, unless the power ceiling lowered the clock.
+
+    (The seed's power budget reserves memory power at full bandwidth, b = (TDP - P_mem) / F: with a TDP,
+    a wider memory leaves less power to compute, seed 004 §4.1.3.)
+    """
+    a = evaluate_arrays(_pair(base, "memory.bandwidth", bw, bw * factor, tdp=tdp), wl)
+    t0, t1 = a["time_s"]
+    assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
+    assert a["t_read_s"][1] <= a["t_read_s"][0] * (1 + 1e-12)
+    if np.isinf(tdp):
+        assert t1 <= t0 * (1 + 1e-12)
+    elif t1 > t0 * (1 + 1e-12):
+        assert a["clock_ratio"][1] < a["clock_ratio"][0]
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(stacks=st.integers(1, 7), more=st.integers(1, 4), wl=workloads)
+def test_more_hbm_stacks_are_never_slower(stacks, more, wl):
+    chips = Chips.from_base(load_chip("h100"), 2, {"hbm.stacks": [stacks, stacks + more], "tdp": np.inf})
+    a = evaluate_arrays(chips, wl)
+    assert a["time_s"][1] <= a["time_s"][0] * (1 + 1e-12)
+    assert a["capacity_bytes"][1] > a["capacity_bytes"][0]
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(base=st.sampled_from(("h100", "a100", "rtx-4090", "b200")), wl=workloads, units=st.integers(1, 300),
+       clock=st.floats(0.3e9, 3e9), tdp=tdps, fused=st.booleans())
+def test_every_operator_takes_at_least_its_roofline(base, wl, units, clock, tdp, fused):
+    """t_op >= max(F / P, V / R) for every operator: useful FLOPs at the peak rate, its bytes at the bandwidth."""
+    chips = Chips.from_base(_base(base), 1, {"units": units, "clock": clock, "tdp": tdp})
+    df = evaluate(chips, wl, breakdown=True, fused_attention=fused)
+    ops = df.attrs["operators"]
+    on_chip = {"attention_qk": ("c",), "softmax": ("a", "c"), "attention_pv": ("a",)} if fused else {}
+    rate = chips.memory_bandwidth[0]
+    for op, r in zip(wl.ops, ops.itertuples()):
+        assert r.op == op.name
+        peak = chips.peak_flops(op.fmt)[0] if op.fmt in chips.formats else np.inf  # fp8 on A100: a wider format
+        if op.flops:
+            peak = peak if np.isfinite(peak) else chips.peak_flops("bf16")[0]
+        v = sum(getattr(op, f"{t}_bytes") for t in ("a", "b", "c") if t not in on_chip.get(op.kind, ()))
+        bound = max(op.flops / peak if op.flops else 0.0, v / rate)
+        assert r.t_op_s >= bound * (1 - 1e-12), (op.name, r.t_op_s, bound)
+        assert r.t_op_s >= max(r.t_matrix_ideal_s, r.t_memory_compulsory_s) * (1 - 1e-12)
+        assert r.bytes_memory >= r.bytes_compulsory * (1 - 1e-12)
+        assert r.padded_flops >= op.flops * (1 - 1e-12)
+    row = df.iloc[0]
+    assert row.time_s >= row.t_roofline_s * (1 - 1e-12)
+    assert row.time_s >= row.t_read_s * (1 - 1e-12)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(base=st.sampled_from(BASES), wl=workloads, units=st.integers(1, 300), clock=st.floats(0.3e9, 3e9),
+       tdp=tdps, l2=st.sampled_from([0.0, 4e6, 50e6]), buf=st.sampled_from([0.0, 48e3, 228e3]),
+       koh=st.sampled_from([0.0, 3e-6]))
+def test_time_and_energy_are_positive_and_finite(base, wl, units, clock, tdp, l2, buf, koh):
+    chips = Chips.from_base(_base(base), 1, {"units": units, "clock": clock, "tdp": tdp, "l2": l2,
+                                             "local_buffer": buf, "calibration.kernel_overhead": koh})
+    a = evaluate_arrays(chips, wl)
+    for key in ("time_s", "energy_j", "energy_memory_j", "energy_compute_j", "tokens_per_s", "power_w"):
+        assert np.isfinite(a[key]).all() and (a[key] > 0).all(), key
+    for key in ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_read_s", "t_roofline_s",
+                "t_memory_compulsory_s", "energy_static_j", "bytes_memory", "bytes_weights", "bytes_kv"):
+        assert np.isfinite(a[key]).all() and (a[key] >= 0).all(), key
+    assert (0 < a["clock_ratio"]).all() and (a["clock_ratio"] <= 1).all()
+    assert (a["mbu"] <= 1 + 1e-9).all()
+    parts = a["time_matrix_bound_s"] + a["time_vector_bound_s"] + a["time_memory_bound_s"]
+    assert a["time_s"] == pytest.approx(parts + a["t_overhead_s"] - koh * sum(o.count for o in wl.ops) * 0
+                                        + (koh * sum(o.count for o in wl.ops) if False else 0), rel=1e-9) \
+        if koh == 0 else a["time_s"] >= parts
+    assert a["energy_j"] == pytest.approx(a["energy_memory_j"] + a["energy_compute_j"] + a["energy_static_j"])
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(base=st.sampled_from(BASES), wl=workloads, n=st.integers(2, 9), seed=st.integers(0, 2**31 - 1),
+       block=st.sampled_from([1, 3, 10_000]), rom=st.booleans())
+def test_n_points_at_once_equal_one_by_one(base, wl, n, seed, block, rom, monkeypatch_block):
+    """Vectorized evaluation (blocks, constant inputs kept as one value) gives the same numbers as one point."""
+    rng = np.random.default_rng(seed)
+    over = {"units": rng.integers(1, 300, n), "clock": rng.uniform(0.3e9, 3e9, n),
+            "memory.bandwidth": rng.uniform(50e9, 9e12, n), "tdp": rng.choice([np.inf, 80.0, 700.0], n),
+            "l2": rng.choice([0.0, 4e6, 60e6], n), "matrix.instruction.m": rng.choice([1, 8, 16, 64], n),
+            "calibration.kernel_overhead": rng.choice([0.0, 2e-6], n),
+            "memory_system.latency": rng.choice([0.0, 600e-9], n), "memory_system.outstanding": 4096.0}
+    if rng.random() < 0.3:  # sometimes only one input varies (the others are kept as one (1, 1) value)
+        over = {"units": over["units"]}
+    chips = Chips.from_base(_base(base), n, over)
+    opts = dict(weights_in_rom=rom, rom_bandwidth=rng.uniform(1e12, 1e13, n) if rom else np.inf)
+    monkeypatch_block(max(1, block * len(wl.ops)))  # points per block = block
+    together = evaluate_arrays(chips, wl, **opts)
+    for i in range(n):
+        one_opts = dict(opts, rom_bandwidth=opts["rom_bandwidth"][i] if rom else np.inf)
+        alone = evaluate_arrays(chips.take([i]), wl, **one_opts)
+        assert set(alone) == set(together)
+        for key, v in alone.items():
+            np.testing.assert_array_equal(np.asarray(together[key])[i:i + 1], v, err_msg=key)
+
+
+@pytest.fixture
+def monkeypatch_block(monkeypatch):
+    def set_block(elements):
+        monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", elements)
+    return set_block
+
+
+# ---------------------------------------------------------------- formats
+
+
+def test_fp8_on_a100_runs_at_the_bf16_rate():
+    """A100 has no FP8 matrix path: FP8 operands are up-converted and run at the FP16/BF16 rate, never on the
+    (twice as fast) INT8 units (seed 004 §4.2.4)."""
+    chips = Chips.from_specs([load_chip("a100"), load_chip("h100")])
+    big = 8192
+    df = evaluate(chips, [gemm_wl(big, big, big, fmt="fp8", name="fp8"), gemm_wl(big, big, big, name="bf16")])
+    fp8, bf16 = df[df.workload == "fp8"], df[df.workload == "bf16"]
+    a100_fp8, a100_bf16 = fp8.iloc[0], bf16.iloc[0]
+    assert a100_fp8.t_matrix_ideal_s == pytest.approx(a100_bf16.t_matrix_ideal_s, rel=1e-12)
+    assert chips.peak_flops("int8")[0] == 2 * chips.peak_flops("bf16")[0]  # the rate it must not take
+    # the energy per FLOP is the format it ran on
+    assert a100_fp8.energy_compute_j == pytest.approx(
+        a100_bf16.energy_compute_j - a100_bf16.padded_flops * (chips["energy.flop.bf16"][0] - chips["energy.flop.fp16"][0]),
+        rel=1e-9)
+    # H100 has FP8: twice the BF16 rate
+    assert fp8.iloc[1].t_matrix_ideal_s == pytest.approx(bf16.iloc[1].t_matrix_ideal_s / 2, rel=1e-12)
+
+
+def test_fallback_chain_keeps_float_on_float_units():
+    assert "int8" not in ev._fallback_chain("fp8_e4m3")
+    assert ev._fallback_chain("fp8_e4m3")[:5] == ("fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "fp16")
+    assert ev._fallback_chain("int8")[:3] == ("int8", "fp16", "bf16")  # 8-bit integers are exact in FP16/BF16
+    assert "fp8_e4m3" not in ev._fallback_chain("int8")[:6]
+
+
+def test_a_chip_without_any_matrix_format_takes_forever():
+    chips = Chips.from_base(load_chip("h100"), 1)
+    for k in [k for k in chips.arrays if k.startswith("matrix.flops_per_cycle.")]:
+        chips.arrays[k][:] = 0.0
+    a = evaluate_arrays(chips, gemm_wl(64, 64, 64))
+    assert np.isinf(a["time_s"]).all() and a["bound_code"][0] == 0
+
+
+# ---------------------------------------------------------------- tiles and padding
+
+
+def test_one_row_gemm_pads_to_the_narrow_side_of_the_instruction():
+    """H100's wgmma is m64 n8 k16: a 1-row GEMM runs as C^T = B^T A^T and pads its row to 8, not 64."""
+    df = evaluate(Chips.from_specs([load_chip("h100")]), [gemm_wl(1, 4096, 4096), gemm_wl(64, 4096, 4096)])
+    assert df.padded_flops[0] == 8 * df.flops[0]
+    assert df.padded_flops[1] == df.flops[1]
+
+
+def test_split_k_stops_where_partial_sums_leave_the_l2():
+    wl = gemm_wl(1024, 1024, 16384)
+    chips = Chips.from_base(load_chip("h100"), 2, {"l2": [1e6, 200e6]})
+    df = evaluate(chips, wl, breakdown=True)
+    split = df.attrs["operators"].split.to_numpy()
+    assert split[0] == 1 and split[1] > 1
+    # no partial sums in memory either way: each operand read once
+    assert (df.bytes_memory == df.bytes_compulsory).all()
+
+
+def test_given_tiles_equal_the_default_ones(decode_8k):
+    chips = Chips.from_base(load_chip("h100"), 3, {"units": [32, 132, 264]})
+    tiles = default_tiles(chips, op_table(decode_8k))
+    a, b = evaluate_arrays(chips, decode_8k), evaluate_arrays(chips, decode_8k, tiles=tiles)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_wave_quantization():
+    """129 output tiles on 128 units take two waves (seed 004 §4.2.1)."""
+    chips = Chips.from_base(load_chip("rtx-4090"), 1)
+    one, two = (evaluate_arrays(chips, gemm_wl(256, n, 4096), tiles=(128, 128, 64, 1)) for n in (128 * 64, 128 * 64 + 1))
+    # tiles: 2 x 64 = 128 (one wave) vs 2 x 65 = 130 (two waves): time nearly doubles for 1.6 % more work
+    assert two["t_matrix_s"][0] / one["t_matrix_s"][0] > 1.9
+
+
+# ---------------------------------------------------------------- traffic
+
+
+def test_fused_attention_keeps_scores_on_chip(decode_8k):
+    chips = Chips.from_specs([load_chip("h100")])
+    fused = evaluate(chips, decode_8k, breakdown=True)
+    unfused = evaluate(chips, decode_8k, breakdown=True, fused_attention=False)
+    qk, sm, pv = (decode_8k.op(n) for n in ("attn_qk", "attn_softmax", "attn_pv"))
+    on_chip = qk.count * (qk.c_bytes + sm.a_bytes + sm.c_bytes + pv.a_bytes)
+    assert unfused.bytes_memory[0] - fused.bytes_memory[0] == pytest.approx(on_chip, rel=1e-12)
+    ops = fused.attrs["operators"].set_index("op")
+    assert ops.loc["attn_softmax", "bytes_memory"] == 0
+    assert ops.loc["attn_qk", "bytes_memory"] == qk.a_bytes + qk.b_bytes  # Q and K in, no scores out
+    assert ops.loc["attn_pv", "bytes_memory"] == pv.b_bytes + pv.c_bytes  # V in, output out
+    # KV and weights are the same either way
+    assert fused.bytes_kv[0] == unfused.bytes_kv[0] == decode_8k.kv_bytes_read
+
+
+def test_decode_reads_the_weights_and_kv_once(decode_8k):
+    a = evaluate_arrays(Chips.from_specs([load_chip("h100")]), decode_8k)
+    assert a["bytes_weights"][0] == pytest.approx(decode_8k.weight_bytes_read, rel=1e-12)
+    assert a["bytes_kv"][0] == pytest.approx(decode_8k.kv_bytes_read, rel=1e-12)
+    assert a["t_read_s"][0] == pytest.approx(decode_8k.bytes_read / load_chip("h100").memory_bandwidth, rel=1e-12)
+
+
+def test_large_operands_are_re_read_when_the_l2_is_small():
+    wl = gemm_wl(8192, 8192, 8192)
+    chips = Chips.from_base(load_chip("h100"), 2, {"l2": [1e6, 1e9]})
+    a = evaluate_arrays(chips, wl)
+    assert a["bytes_memory"][1] == a["bytes_compulsory"][1]
+    assert a["bytes_memory"][0] > 2 * a["bytes_compulsory"][0]
+
+
+def test_littles_law_caps_the_bandwidth(decode_8k):
+    chips = Chips.from_base(load_chip("h100"), 3, {"memory_system.latency": 500e-9,
+                                                   "memory_system.outstanding": [0, 1024, 1e6]})
+    a = evaluate_arrays(chips, decode_8k)
+    bw = load_chip("h100").memory_bandwidth
+    assert a["t_read_s"][0] == pytest.approx(decode_8k.bytes_read / bw)  # 0 outstanding: no cap given
+    assert a["t_read_s"][1] == pytest.approx(decode_8k.bytes_read / (1024 * 128 / 500e-9))
+    assert a["t_read_s"][2] == pytest.approx(a["t_read_s"][0])
+
+
+def test_weights_in_rom(decode_8k):
+    chips = Chips.from_specs([load_chip("h100")])
+    shared = evaluate_arrays(chips, decode_8k)
+    rom = evaluate_arrays(chips, decode_8k, weights_in_rom=True, rom_bandwidth=2e12, rom_energy_per_byte=1e-12)
+    assert rom["bytes_memory"][0] == pytest.approx(shared["bytes_memory"][0] - shared["bytes_weights"][0])
+    assert rom["t_read_s"][0] == pytest.approx(max(decode_8k.weight_bytes_read / 2e12,
+                                                   decode_8k.kv_bytes_read / chips.memory_bandwidth[0]))
+    assert rom["t_memory_s"][0] >= rom["t_read_s"][0]
+    assert rom["energy_weights_j"][0] == pytest.approx(decode_8k.weight_bytes_read * 1e-12)
+    assert rom["resident_bytes"][0] == decode_8k.kv_resident_bytes + decode_8k.workspace_bytes
+    assert rom["max_batch"][0] > shared["max_batch"][0]
+
+
+# ---------------------------------------------------------------- power
+
+
+def test_a_tiny_tdp_lowers_the_clock():
+    wl = gemm_wl(8192, 8192, 8192)
+    chips = Chips.from_base(load_chip("h100"), 4, {"tdp": [np.inf, 5000.0, 300.0, 300.0],
+                                                  "power.voltage_scaling": [1, 1, 1, 0]})
+    a = evaluate_arrays(chips, wl)
+    cr = a["clock_ratio"]
+    assert cr[0] == 1.0 and cr[1] == 1.0
+    assert 0 < cr[3] < cr[2] < 1  # fixed voltage throttles harder than voltage scaling
+    assert cr[2] == pytest.approx(np.cbrt(cr[3]), rel=1e-9)  # (b/e)^(1/3) vs b/e
+    assert a["time_s"][2] > a["time_s"][0]
+    assert a["t_matrix_s"][2] == pytest.approx(a["t_matrix_s"][0] / cr[2], rel=1e-12)
+    assert a["sustained_clock_hz"][3] == pytest.approx(load_chip("h100").clock * cr[3])
+
+
+def test_static_power_adds_static_energy(decode_8k):
+    chips = Chips.from_base(load_chip("h100"), 2, {"power.static": [0.0, 100.0]})
+    a = evaluate_arrays(chips, decode_8k)
+    assert a["energy_static_j"][0] == 0
+    assert a["energy_static_j"][1] == pytest.approx(100.0 * a["time_s"][1])
+    assert a["power_w"][1] == pytest.approx(a["energy_j"][1] / a["time_s"][1])
+
+
+# ---------------------------------------------------------------- capacity
+
+
+def test_capacity_and_max_batch():
+    """RTX 4090, 24 GB: Qwen3-8B BF16 + 2 GiB workspace leaves room for 4 requests at 8K, 2 at 16K (§4.3.1)."""
+    chips = Chips.from_specs([load_chip("rtx-4090"), load_chip("h100")])
+    w1, w8 = W.decode("qwen3-8b", batch=1, context=8192), W.decode("qwen3-8b", batch=8, context=8192)
+    a1, a8 = evaluate_arrays(chips, w1), evaluate_arrays(chips, w8)
+    np.testing.assert_array_equal(a1["capacity_bytes"], [24e9, 80e9])
+    np.testing.assert_array_equal(a1["max_batch"], [4, w1.max_requests(80e9)])
+    assert a1["fits"].tolist() == [True, True] and a8["fits"].tolist() == [False, True]
+    assert (a8["resident_bytes"] == w8.resident_bytes).all()
+    a16 = evaluate_arrays(chips, W.decode("qwen3-8b", batch=1, context=16384))
+    assert a16["max_batch"][0] == 2
+    # weights alone larger than the memory: no request fits
+    small = Chips.from_base(load_chip("rtx-4090"), 1, {"dram.capacity": 8e9})
+    a = evaluate_arrays(small, w1)
+    assert a["max_batch"][0] == -1 and not a["fits"][0]
+    # no KV cache: any number of requests, as long as the weights fit
+    assert np.isinf(evaluate_arrays(chips, gemm_wl(16, 16, 16))["max_batch"]).all()
+
+
+# ---------------------------------------------------------------- the table
+
+
+def test_evaluate_table(decode_8k):
+    chips = Chips.from_specs([load_chip("h100"), load_chip("rtx-4090")])
+    df = evaluate(chips, [decode_8k, gemm_wl(4096, 4096, 4096)], breakdown=True)
+    assert len(df) == 4 and list(df.chip[:2]) == ["h100-sxm", "rtx-4090"]
+    assert set(df.bound) <= {"compute", "vector", "memory"}
+    assert df.bound[0] == "memory" and df.bound[2] == "compute"
+    ops = df.attrs["operators"]
+    assert len(ops) == 2 * len(decode_8k.ops) + 2
+    for col in ("t_op_s", "t_matrix_s", "t_memory_s", "bytes_memory", "padded_flops", "energy", "bound"):
+        assert col in ops
+    arrs = evaluate_arrays(chips, decode_8k)
+    for key, v in arrs.items():
+        assert np.shape(v) == (2,), key
