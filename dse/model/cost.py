@@ -40,27 +40,18 @@ __all__ = [
     "chip_cost",
 ]
 
+from dse.model.args import checked, scalar_or_array as _out  # noqa: E402
+
 WAFER_DIAMETER_MM = 300.0
 YEAR_S = 365.0 * 86400.0  # seed 004 Example 4-3: "calculated at 365 days per year"
 
 
-def _out(x):
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
 def _positive(name: str, value) -> np.ndarray:
-    a = np.asarray(value, dtype=float)
-    if np.any(~(a > 0)):
-        raise SpecError(f"{name} must be > 0, got {value!r}")
-    return a
+    return checked(name, value, positive=True)
 
 
 def _non_negative(name: str, value) -> np.ndarray:
-    a = np.asarray(value, dtype=float)
-    if np.any(~(a >= 0)):
-        raise SpecError(f"{name} must be >= 0, got {value!r}")
-    return a
+    return checked(name, value)
 
 
 def dies_per_wafer(area_mm2, wafer_diameter_mm=WAFER_DIAMETER_MM):

@@ -28,34 +28,8 @@ __all__ = [
     "ring_allreduce_time",
 ]
 
-_ROUND_TOL = 1e-9  # relative float noise ignored by ceil (7000.000000000001 -> 7000)
+from dse.model.args import ceil_tol as _ceil, checked as _arr, scalar_or_array as _out  # noqa: E402
 
-
-def _out(x):
-    """0-d arrays become Python floats; arrays stay arrays."""
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _arr(name: str, value, *, positive: bool = False) -> np.ndarray:
-    """Float array of ``value``; SpecError if negative (or non-positive) or not a number."""
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"{name}: expected a number or array of numbers, got {value!r}") from exc
-    if np.any(np.isnan(a)):
-        raise SpecError(f"{name}: must be a number, got NaN")
-    if positive and np.any(a <= 0):
-        raise SpecError(f"{name}: must be > 0, got {value!r}")
-    if not positive and np.any(a < 0):
-        raise SpecError(f"{name}: must be >= 0, got {value!r}")
-    return a
-
-
-def _ceil(x):
-    """Ceiling that ignores float noise below a relative 1e-9."""
-    x = np.asarray(x, dtype=float)
-    return np.ceil(x - _ROUND_TOL * np.abs(x))
 
 
 # --------------------------------------------------------------- point to point

@@ -37,41 +37,7 @@ __all__ = [
     "occupancy",
 ]
 
-# Relative slack used before ceil/floor so that 7000.000000000001 stays 7000.
-_ROUND_TOL = 1e-9
-
-
-def _out(x):
-    """0-d arrays become Python floats; arrays stay arrays."""
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _arr(name: str, value, *, positive: bool = False) -> np.ndarray:
-    """Float array of ``value``; SpecError if negative (or non-positive) or not finite."""
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"{name}: expected a number or array of numbers, got {value!r}") from exc
-    if np.any(np.isnan(a)):
-        raise SpecError(f"{name}: must be a number, got NaN")
-    if positive and np.any(a <= 0):
-        raise SpecError(f"{name}: must be > 0, got {value!r}")
-    if not positive and np.any(a < 0):
-        raise SpecError(f"{name}: must be >= 0, got {value!r}")
-    return a
-
-
-def _ceil(x):
-    """Ceiling that ignores float noise below a relative 1e-9."""
-    x = np.asarray(x, dtype=float)
-    return np.ceil(x - _ROUND_TOL * np.abs(x))
-
-
-def _floor(x):
-    """Floor that ignores float noise below a relative 1e-9."""
-    x = np.asarray(x, dtype=float)
-    return np.floor(x + _ROUND_TOL * np.abs(x))
+from dse.model.args import ceil_tol as _ceil, checked as _arr, floor_tol as _floor, scalar_or_array as _out  # noqa: E402
 
 
 def _int(name: str, value, *, minimum: int) -> int:

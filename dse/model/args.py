@@ -1,0 +1,47 @@
+"""Argument handling shared by the vectorized model functions (one place, not one per module).
+
+Model functions take scalars or numpy arrays, check them as people's input
+(SpecError, never assert), and give back a Python float for scalar input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse.errors import SpecError
+
+#: Relative slack before ceil/floor so that float noise (7000.000000000001) does not round up.
+ROUND_TOL = 1e-9
+
+
+def scalar_or_array(x):
+    """0-d arrays become Python floats; arrays stay arrays."""
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+def checked(name: str, value, *, positive: bool = False) -> np.ndarray:
+    """Float array of ``value``; SpecError if not a number, NaN, negative (or non-positive)."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{name}: expected a number or array of numbers, got {value!r}") from exc
+    if np.any(np.isnan(a)):
+        raise SpecError(f"{name}: must be a number, got NaN")
+    if positive and np.any(a <= 0):
+        raise SpecError(f"{name}: must be > 0, got {value!r}")
+    if not positive and np.any(a < 0):
+        raise SpecError(f"{name}: must be >= 0, got {value!r}")
+    return a
+
+
+def ceil_tol(x):
+    """Ceiling that ignores float noise below a relative 1e-9."""
+    x = np.asarray(x, dtype=float)
+    return np.ceil(x - ROUND_TOL * np.abs(x))
+
+
+def floor_tol(x):
+    """Floor that ignores float noise below a relative 1e-9."""
+    x = np.asarray(x, dtype=float)
+    return np.floor(x + ROUND_TOL * np.abs(x))
