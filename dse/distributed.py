@@ -41,9 +41,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import multiprocessing
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -211,32 +212,75 @@ def shared_solver(problem, shared: SharedBudget, **options):
     return SharedOptunaSolver(problem, **options)
 
 
-def _worker_main(study_path: str, settings, output: str, storage_url: str, parent_pid: int, conn) -> None:
-    """One worker: the study's OptunaSolver on the shared storage until the budget is stored."""
+def _worker_main(payload: dict) -> tuple[str, str]:
+    """One worker: the study's OptunaSolver on the shared storage until the budget is stored.
+
+    Returns the outcome ``(kind, message)``: ('ok', ''), (DseError class name, message) or ('bug', line).
+    """
     import dataclasses
 
     from dse.study import make_problem
-    from dse.study_spec import load_study
+    from dse.study_spec import SolverSettings, load_study
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the coordinator, which stops us
     try:
-        spec = load_study(study_path)
-        spec = dataclasses.replace(spec, solver=settings, output=Path(output))
+        settings = SolverSettings(**payload["settings"])
+        spec = load_study(payload["study"])
+        spec = dataclasses.replace(spec, solver=settings, output=Path(payload["output"]))
         problem = make_problem(spec)
-        shared = SharedBudget(storage_url, spec.name, settings.trials, parent_pid=parent_pid)
+        shared = SharedBudget(payload["storage"], spec.name, settings.trials, parent_pid=payload["parent"])
         index = shared.claim_worker_index()
         solver = shared_solver(problem, shared, seed=settings.seed + index, budget=settings.trials,
-                               method=settings.method, batch=settings.batch, storage=storage_url,
+                               method=settings.method, batch=settings.batch, storage=payload["storage"],
                                study_name=spec.name, population=settings.population)
         solver.run()
-        conn.send(("ok", ""))
+        return "ok", ""
     except DseError as e:
-        conn.send((type(e).__name__, str(e)))
-    except BaseException as e:  # a bug: the traceback goes to stderr, the line to the coordinator
+        return type(e).__name__, str(e)
+    except BaseException as e:  # a bug: the traceback goes to stderr, one line to the coordinator
         traceback.print_exc()
-        conn.send(("bug", f"{type(e).__name__}: {e}"))
+        return "bug", f"{type(e).__name__}: {e}"
+
+
+def worker_cli() -> None:
+    """Entry of a worker process: ``python -c 'from dse.distributed import worker_cli; worker_cli()' JSON``.
+
+    A fresh interpreter (like multiprocessing's spawn, without re-importing
+    the caller's ``__main__``, so ``run_study(workers=4)`` works from any
+    script). The outcome goes back as one JSON line on the pipe ``result_fd``.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the coordinator, which stops the workers
+    payload = json.loads(sys.argv[1])
+    kind, message = _worker_main(payload)
+    with os.fdopen(payload["result_fd"], "w") as f:
+        f.write(json.dumps([kind, message]) + "\n")
+    sys.exit(0 if kind == "ok" else 1)
+
+
+def _start_worker(payload: dict) -> tuple[subprocess.Popen, int]:
+    read, write = os.pipe()
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[1])  # the folder holding dse/, objectives/, constraints/
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-c", "from dse.distributed import worker_cli; worker_cli()",
+           json.dumps({**payload, "result_fd": write})]
+    try:
+        proc = subprocess.Popen(cmd, pass_fds=(write,), env=env)
+    except BaseException:
+        os.close(read)
+        raise
     finally:
-        conn.close()
+        os.close(write)
+    return proc, read
+
+
+def _read_outcome(fd: int):
+    with os.fdopen(fd, "r") as f:
+        text = f.read()
+    try:
+        kind, message = json.loads(text.strip().splitlines()[-1])
+        return str(kind), str(message)
+    except (ValueError, IndexError, TypeError):
+        return None  # the worker died before it could answer
 
 
 def _signal_name(code: int) -> str:
@@ -251,50 +295,49 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
 
     Returns how many COMPLETE trials the storage holds afterwards (>= the
     budget). Raises the workers' own DseError if they fail on one (a bad
-    storage, other objectives in the stored study) and SolverError if they
-    all stopped before the budget was stored (killed), with how many are
-    stored and what to run to resume. ``bar`` (tqdm) shows the stored count.
+    storage, another study under the same name) and SolverError if they all
+    stopped before the budget was stored (killed), saying how many trials are
+    stored and that the same command resumes. ``bar`` (tqdm) shows the stored count.
     """
+    import dataclasses
+
     import optuna
 
     s = spec.solver
     budget = SharedBudget(storage_url, spec.name, s.trials)
-    optuna.create_study(storage=budget.storage, study_name=spec.name,
-                        directions=[d.direction for d in spec.objectives], load_if_exists=True)
+    try:  # made here, once, so that the workers only load it
+        optuna.create_study(storage=budget.storage, study_name=spec.name,
+                            directions=[t.direction for t in spec.objectives], load_if_exists=True)
+    except Exception as e:
+        raise SpecError(f"storage {storage_url}: cannot open study '{spec.name}': {e}") from None
     done = budget.complete()
     remaining = s.trials - done
     if remaining <= 0:
         return done
     n = max(1, min(int(s.workers), -(-remaining // max(int(s.batch), 1))))
-    ctx = multiprocessing.get_context("spawn")
-    study_path = str(Path(spec.path).resolve())
-    procs = []
+    payload = {"study": str(Path(spec.path).resolve()), "settings": dataclasses.asdict(s),
+               "output": str(Path(spec.output).resolve()), "storage": storage_url, "parent": os.getpid()}
+    procs: list[tuple[subprocess.Popen, int]] = []
     try:
         for _ in range(n):
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker_main, daemon=True,
-                            args=(study_path, s, str(spec.output), storage_url, os.getpid(), send))
-            p.start()
-            send.close()
-            procs.append((p, recv))
-        while any(p.is_alive() for p, _ in procs):
+            procs.append(_start_worker(payload))
+        while any(p.poll() is None for p, _ in procs):
             time.sleep(POLL_S)
             if bar is not None:
                 with contextlib.suppress(Exception):
                     bar.n = min(budget.complete(), s.trials)
                     bar.refresh()
-    except BaseException:  # Ctrl-C or an error here: stop the workers; stored batches stay
-        for p, _ in procs:
-            if p.is_alive():
+    except BaseException:  # Ctrl-C or an error here: stop the workers; appended batches stay
+        for p, fd in procs:
+            if p.poll() is None:
                 p.terminate()
-        for p, _ in procs:
-            p.join(5)
+        for p, fd in procs:
+            with contextlib.suppress(Exception):
+                p.wait(10)
+            with contextlib.suppress(OSError):
+                os.close(fd)
         raise
-    outcomes = []
-    for i, (p, recv) in enumerate(procs):
-        p.join()
-        msg = recv.recv() if recv.poll() else None
-        outcomes.append((i, p.exitcode, msg))
+    outcomes = [(i, p.wait(), _read_outcome(fd)) for i, (p, fd) in enumerate(procs)]
     done = budget.complete()
     if bar is not None:
         bar.n = min(done, s.trials)
@@ -303,13 +346,14 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
         if msg and msg[0] not in ("ok", "bug"):
             import dse.errors as errors
 
-            raise getattr(errors, msg[0], SolverError)(msg[1])
-    died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code and code < 0
+            cls = getattr(errors, msg[0], None)
+            raise (cls if isinstance(cls, type) and issubclass(cls, DseError) else SolverError)(msg[1])
+    died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code < 0
                               else f"failed: {msg[1]}" if msg else f"exited with code {code}")
             for i, code, msg in outcomes if not (msg and msg[0] == "ok")]
     if done < s.trials:
-        raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials: {'; '.join(died) or 'workers stopped'}. "
-                          f"Run the same command again to resume; stored trials are kept")
+        raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials; {'; '.join(died) or 'the workers stopped'}. "
+                          f"Run the same command again to resume (stored trials are kept)")
     if died:
         print(f"dse: warning: {'; '.join(died)}; the other workers completed the budget", file=sys.stderr)
     return done

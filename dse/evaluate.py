@@ -91,6 +91,10 @@ def op_table(workload, fused: bool = True) -> OpTable:
         return np.array([float(getattr(o, attr, default) or 0.0) for o in ops], dtype=float)
 
     m, n, k = arr("m"), arr("n"), arr("k")
+    kinds = [o.kind for o in ops]
+    # the softmax of an attention block (QK, softmax, PV in a row; not the router's or the sampler's)
+    attn_softmax = [0 < i < len(ops) - 1 and kind == "softmax" and kinds[i - 1] == "attention_qk"
+                    and kinds[i + 1] == "attention_pv" for i, kind in enumerate(kinds)]
     return OpTable(
         names=tuple(o.name for o in ops),
         kinds=tuple(o.kind for o in ops),
@@ -104,35 +108,38 @@ def op_table(workload, fused: bool = True) -> OpTable:
         vector_flops=arr("vector_flops"), exps=arr("exps"),
         ea=arr("elem_bytes_a", 2.0), eb=arr("elem_bytes_b", 2.0), ec=arr("elem_bytes_c", 2.0),
         is_gemm=(m > 0) & (n > 0) & (k > 0),
-        on_chip_a=np.array([fused and o.kind in ("attention_pv", "softmax") for o in ops]),
-        on_chip_c=np.array([fused and o.kind in ("attention_qk", "softmax") for o in ops]),
+        on_chip_a=np.array([fused and (o.kind == "attention_pv" or sm) for o, sm in zip(ops, attn_softmax)]),
+        on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
         causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
     )
 
 
 @functools.lru_cache(maxsize=64)
 def _fallback_chain(fmt: str) -> tuple[str, ...]:
-    """``fmt``, then the formats that can carry its values exactly, narrowest first (seed 004 §4.2.4).
+    """``fmt``, then the formats a chip without it runs it on, in order of preference (seed 004 §4.2.4).
 
     A float format runs on a wider float format (FP8 weights on an A100 are
-    up-converted and multiplied in FP16/BF16); it never runs on integer units
-    (INT8 units cannot multiply FP8 values). An integer format runs on a wider
-    integer format, or on a float format whose significand holds its values
-    (INT8 on FP16/BF16, INT4 also on FP8 E4M3).
+    up-converted and multiplied in FP16/BF16), never on integer units while
+    the chip has a float format (INT8 units cannot multiply FP8 values). An
+    integer format runs on a wider integer format, or on a float format whose
+    significand holds its values (INT8 on FP16/BF16, INT4 also on FP8 E4M3).
+    Last resort, for a chip that has none of those (a BF16 model on the
+    INT8-only TPU v1): any other format, widest first -- the model quantized
+    to what the chip runs.
     """
     src = get_format(fmt)
-    cands = (_WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []) + list(reversed(_WIDER))
-    out = [fmt]
-    for f in cands:
-        if f in out:
+    wider = _WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []
+    exact, rest = [fmt], []
+    for f in wider + list(reversed(_WIDER)):
+        if f in exact or f in rest:
             continue
         dst = get_format(f)
-        if src.kind == "float" and dst.kind != "float":
-            continue
-        if src.kind == "int" and dst.kind == "float" and dst.mantissa_bits + 1 < src.element_bits - 1:
-            continue
-        out.append(f)
-    return tuple(out)
+        if src.kind == "float":
+            ok = dst.kind == "float"
+        else:
+            ok = dst.kind == "int" or dst.mantissa_bits + 1 >= src.element_bits - 1
+        (exact if ok else rest).append(f)
+    return tuple(exact + rest)
 
 
 def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
@@ -345,7 +352,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     vrate = units * c["vfpc"] * clock
     xrate = units * c["xpc"] * clock
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_vector = np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0) + np.where(ops.exps > 0, ops.exps / xrate, 0.0)
+        t_vector = (np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0)
+                    + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
     t_vector = np.where(np.isfinite(t_vector), t_vector, np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
@@ -366,7 +374,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     e_per_flop = np.where(tot_padded > 0, _sum(E_compute_op, cnt)[:, None] / np.maximum(tot_padded, 1.0), 0.0)
     peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
     p_mem_full = pw.memory_power(bw, e_mem)
-    budget = pw.energy_budget_per_flop(tdp, peak_main, p_mem_full, static)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        budget = pw.energy_budget_per_flop(tdp, peak_main, p_mem_full, static)
     vs = c["vscale"] > 0.5
     cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(budget, e_per_flop, vs), 1.0)
 
@@ -399,7 +408,7 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
     tw = t_op * cnt
-    t_bound = [(tw * (bound_idx == i)).sum(axis=1) for i in range(3)]
+    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(3)]
     w = info
     tokens, flops = w["tokens"], w["flops"]
     cr1 = cr[:, 0]
@@ -489,27 +498,33 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
         info["resident"] -= float(workload.weight_resident_bytes)
     if tiles is not None:
         tiles = tuple(_column2(np.asarray(x, dtype=float), N, O) for x in tiles)
-    block = N if breakdown else max(1, _BLOCK_ELEMENTS // max(O, 1))
+    block = max(1, _BLOCK_ELEMENTS // max(O, 1))
     if N <= block:
         r = _evaluate_block(cols, ops, tiles, info, breakdown)
         out = {k: (v if k == "_ops" or v.shape[0] == N else np.full(N, v[0], dtype=v.dtype)) for k, v in r.items()}
-    else:
+        if breakdown:
+            out["_ops"] = {k: np.broadcast_to(v, (N, O)) for k, v in out["_ops"].items()}
+    else:  # block by block, each block's results written into the (N,) outputs while still in cache
         out = None
         for s in range(0, N, block):
             e = min(N, s + block)
             t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
-            r = _evaluate_block(_slice(cols, s, e), ops, t, info, False)
+            r = _evaluate_block(_slice(cols, s, e), ops, t, info, breakdown)
+            r_ops = r.pop("_ops", None)
             if out is None:
                 out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items()}
+                if breakdown:
+                    out["_ops"] = {k: np.empty((N, O), dtype=np.asarray(v).dtype) for k, v in r_ops.items()}
             for k, v in r.items():
                 out[k][s:e] = v
+            if breakdown:
+                for k, v in r_ops.items():
+                    out["_ops"][k][s:e] = v
     # the chip's own arrays, as before (no copy)
     out["tdp"] = chips.get("tdp", np.inf)
     out["capacity_bytes"] = chips.memory_capacity
     if breakdown:
-        o = {k: np.broadcast_to(v, (N, O)) for k, v in out["_ops"].items()}
-        o.update(count=ops.count, names=ops.names)
-        out["_ops"] = o
+        out["_ops"].update(count=ops.count, names=ops.names)
     return out
 
 

@@ -222,6 +222,17 @@ class Calibration(Record):
     source: str | None = None
 
 
+class AreaSpec(Record):
+    """Per-chip corrections to the area model, each with its reason (the technology tables hold the defaults)."""
+
+    unit_logic: Area | None = Field(None, description="logic area per compute unit (replaces the node's figure)")
+    uncore: Area | None = None
+    io: Area | None = None
+    reticle_fields: Count = Field(1, description="reticle fields a die is stitched across (wafer-scale: > 1)")
+    notes: str | None = None
+    source: str | None = None
+
+
 class Reference(Record):
     """Published figures kept for comparison only; the model never reads them."""
 
@@ -240,6 +251,8 @@ class ChipSpec(Record):
     process: str = "n5"
     dies: Count = 1
     units: Count = Field(description="compute units per die (SMs, CUs, cores)")
+    units_physical: Count | None = Field(None, description="units on the die incl. spares for yield (area model); "
+                                                           "default: units plus a spare fraction")
     clock: Frequency
     tdp: Power | None = None
     matrix: MatrixUnit
@@ -256,6 +269,7 @@ class ChipSpec(Record):
     energy: Energy = Energy()
     power: PowerSpec = PowerSpec()
     calibration: Calibration = Calibration()
+    area: AreaSpec = AreaSpec()
     reference: Reference = Reference()
 
     @model_validator(mode="after")
@@ -417,7 +431,7 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
             cur = flat.get(key)
             if not isinstance(cur, (int, float)) or isinstance(cur, bool):
                 raise SpecError(f"{key}: cannot scale {cur!r} by {value!r}")
-            value = type(cur)(cur * factor) if isinstance(cur, int) and float(cur * factor).is_integer() else cur * factor
+            value = max(1, int(round(cur * factor))) if isinstance(cur, int) else cur * factor
             flat[key] = value
             continue
         if key == "hbm.generation":
@@ -613,6 +627,8 @@ class Chips:
 
     def _rederive(self, changed: set[str]) -> None:
         a = self.arrays
+        if "units" in changed and "units_physical" in a and "units_physical" not in changed:
+            del a["units_physical"]  # a design with other units has its own spares (the area model's rule)
         if "hbm.stacks" in changed and "hbm.stack_sites" in a and "hbm.stack_sites" not in changed:
             a["hbm.stack_sites"] = a["hbm.stacks"].copy()  # a design with n stacks has n sites
         if "hbm.stacks" in a and changed & {"hbm.stacks", "hbm.pin_rate", "hbm.pins_per_stack", "hbm.layers",

@@ -292,6 +292,9 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
                                   storage=storage_url, study_name=spec.name, population=s.population,
                                   progress=bar.update if bar else None)
         try:
+            if s.method != "grid" and (s.workers > 1 or s.storage is not None):  # shared storage: dse.distributed
+                from dse.distributed import run_workers
+                run_workers(spec, storage_url, bar=bar.bar if bar else None)
             result = solver.run()
         finally:
             if bar:

@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, SpecError, UnitError, did_you_mean, unknown_name
-from dse.spec.yamlio import LocDict, key_loc, load_yaml, locate
+from dse.spec.yamlio import key_loc, load_yaml, locate
 
 TOP_KEYS = ("name", "question", "baseline", "proposals", "workloads", "evaluation", "constraints",
             "attention_block", "output")
@@ -550,13 +550,14 @@ def quick_spec(base: str, sets: list[str] | None = None, workloads: list[str] | 
         overrides[key] = parsed if isinstance(parsed, (int, float, bool, str)) else value
     if not workloads:
         problems.append("give at least one --workload, e.g. --workload qwen3-8b:decode:batch=1:context=8192")
-    if not overrides and not chips:
+    if not sets and not chips:
         problems.append("nothing to compare: give --set KEY=VALUE (a change to the base chip) or --chip OTHER")
     if problems:
         raise SpecError(problems)
     proposals: dict[str, Any] = {}
+    set_name = ", ".join(f"{k}={v}" for k, v in overrides.items())
     if overrides:
-        proposals[", ".join(f"{k}={v}" for k, v in overrides.items())] = overrides
+        proposals[set_name] = overrides
     for c in chips or []:
         proposals[c if c not in proposals else f"{c} (chip)"] = {"chip": c}
     data = {"name": name or f"whatif-{base}", "baseline": base, "proposals": proposals,
@@ -564,7 +565,15 @@ def quick_spec(base: str, sets: list[str] | None = None, workloads: list[str] | 
     try:
         return spec_from_dict(data)
     except SpecError as e:
-        raise SpecError([_strip_location(m).replace("<input>:1:1 ", "") for m in e.problems]) from None
+        msgs = []
+        for m in e.problems:
+            m = re.sub(r"^<input>:\d+:\d+:? ", "", _strip_location(m))
+            m = m.replace(f"proposals.{set_name}: ", f"--set {' --set '.join(sets or [])}: ", 1)
+            m = re.sub(r"^proposals\.([^:]+?)\.chip: ", r"--chip \1: ", m)
+            m = re.sub(r"^baseline: ", f"--base {base}: ", m)
+            m = re.sub(r"^workloads(\.\d+)?: ", "--workload: ", m)
+            msgs.append(m)
+        raise SpecError(msgs) from None
 
 
 # ===================================================================== evaluation
@@ -796,7 +805,8 @@ def run_whatif(path_or_spec) -> WhatIfResult:
     metrics = pd.DataFrame(rows)
     operators = pd.concat(op_frames, ignore_index=True) if op_frames else pd.DataFrame()
     if not operators.empty:
-        operators = operators[["workload", "design"] + [c for c in operators.columns if c not in ("workload", "design")]]
+        rest = [c for c in operators.columns if c not in ("workload", "design")]
+        operators = operators[["workload", "design"] + rest]
     amdahl = pd.DataFrame(amdahl_rows, columns=["workload", "design", "compare_to", "resource", "base_time_s",
                                                 "fraction", "new_time_s", "speedup", "delta_s", "share_of_change"])
     changes = pd.DataFrame(change_rows, columns=["workload", "design", "compare_to", "op", "count", "before",
@@ -831,6 +841,8 @@ def _fmt_pct(p: float) -> str:
         return "0%"
     if abs(p) < 0.05:
         return f"{p:+.2g}%"
+    if p >= 900:  # ten times or more: a factor reads better than a percentage
+        return f"{1 + p / 100:.3g}x"
     return f"{p:+.1f}%"
 
 
@@ -838,9 +850,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def _table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """A markdown table; the first ``left`` columns are text (left-aligned), the rest numbers."""
     out = ["| " + " | ".join(_cell(h) for h in header) + " |",
-           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+           "|" + "|".join("---" if i < left else "---:" for i in range(len(header))) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return out
 
@@ -850,9 +863,19 @@ def _describe(d: Design) -> str:
     if d.name != BASELINE and d.source != BASELINE:
         parts.append(f"chip {d.source}")
     parts += [f"{k} = {v}" for k, v in d.overrides.items()]
-    parts += [f"evaluation.{k} = {v}" for k, v in d.evaluation.items()]
+    parts += [f"evaluation.{k} = {_option_text(k, v)}" for k, v in d.evaluation.items()]
     parts += [f"attention_block.{k} = {'x' if op == 'x' else ''}{v:g}" for k, (op, v) in d.attention.items()]
     return ", ".join(parts)
+
+
+def _option_text(key: str, value) -> str:
+    from dse.units import format_quantity
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if EVALUATION_OPTIONS.get(key) == "energy_per_byte":
+        return f"{float(value) * 1e12:.4g} pJ/B"
+    return format_quantity(float(value), EVALUATION_OPTIONS.get(key, ""))
 
 
 def _markdown(res: WhatIfResult) -> str:
@@ -863,7 +886,7 @@ def _markdown(res: WhatIfResult) -> str:
     L += [f"Baseline: **{spec.baseline.chip.name}**" + (f" ({_describe(spec.baseline)})" if _describe(spec.baseline)
                                                          else ""), ""]
     L += _table(["proposal", "changes", "compared with", "note"],
-                [[d.name, _describe(d) or "-", d.compare_to or "-", d.note or ""] for d in spec.proposals])
+                [[d.name, _describe(d) or "-", d.compare_to or "-", d.note or ""] for d in spec.proposals], left=4)
     L += ["", "Constraints (value <= 0 is feasible; a positive value is the violation): "
           + ", ".join(f"{t.name} ({t.unit}: {t.formula})" for t in spec.constraints), ""]
     m = res.metrics
@@ -921,9 +944,10 @@ def _markdown(res: WhatIfResult) -> str:
         if ch.empty:
             L += ["None: every operator is bound by the same resource as on its reference design.", ""]
         else:
-            L += _table(["proposal", "operator", "count", "before", "after", "time before", "time after"],
-                        [[r.design, r.op, f"{r['count']:g}", r.before, r.after, _fmt(r.t_before_s, "s"),
-                          _fmt(r.t_after_s, "s")] for _, r in ch.iterrows()]) + [""]
+            crows = [[r.design, r.op, f"{r['count']:g}", r.before, r.after, _fmt(r.t_before_s, "s"),
+                      _fmt(r.t_after_s, "s")] for _, r in ch.iterrows()]
+            L += _table(["proposal", "operator", "count", "before", "after", "time before", "time after"], crows,
+                        left=2) + [""]
 
         # Amdahl decomposition
         am = res.amdahl[res.amdahl.workload == wl.name]
@@ -938,7 +962,7 @@ def _markdown(res: WhatIfResult) -> str:
                               _fmt(r.delta_s, "s"),
                               _share(r.share_of_change)])
             L += _table(["proposal", "resource (on reference)", "share f of reference time", "reference time",
-                         "proposal time", "speed-up s", "Δ time", "share of the change"], arows) + [""]
+                         "proposal time", "speed-up s", "Δ time", "share of the change"], arows, left=2) + [""]
     if res.attention is not None:
         cfg = spec.attention_block
         L += ["## Attention block pipeline (seed 004 §4.2.3, Example 4-1)", "",
@@ -949,9 +973,9 @@ def _markdown(res: WhatIfResult) -> str:
             arows.append([r.design, r.chip, f"{r.matrix_flops_per_cycle:g}", f"{r.exp_per_cycle:g}",
                           f"{r.smem_bytes_per_cycle:g}", _fmt(r.matrix_cycles), _fmt(r.exp_cycles),
                           _fmt(r.smem_cycles), _fmt(r.interval_cycles), r.bottleneck,
-                          f"{r.speedup:.3g}x vs {r.compare_to}" if r.compare_to else "-"])
+                          f"{r.speedup:.3g}x vs {r.compare_to}" if isinstance(r.compare_to, str) else "-"])
         L += _table(["design", "chip", "matrix FLOP/cycle", "exp/cycle", "smem B/cycle", "matrix cycles",
-                     "exp cycles", "smem cycles", "interval", "bottleneck", "throughput"], arows) + [""]
+                     "exp cycles", "smem cycles", "interval", "bottleneck", "throughput"], arows, left=2) + [""]
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -998,7 +1022,8 @@ def _as_dict(res: WhatIfResult) -> dict:
             metrics = {k: r[k] for k in r.index if k not in ("workload", "design", "chip", "compare_to", "error",
                                                              "violations", "feasible") and not k.startswith("con.")}
             entry["designs"][r.design] = {
-                "chip": r.chip, "compare_to": r.compare_to, "feasible": bool(r.feasible) and not isinstance(r.error, str),
+                "chip": r.chip, "compare_to": r.compare_to,
+                "feasible": bool(r.feasible) and not isinstance(r.error, str),
                 "violations": [v for v in str(r.violations or "").split("; ") if v],
                 "error": r.error,
                 "constraints": {t.name: {"value": r[f"con.{t.name}"], "unit": t.unit,
@@ -1080,18 +1105,19 @@ def _chart(res: WhatIfResult) -> bytes:
             vals = np.nan_to_num(np.array(data[c], dtype=float))
             ax.bar(x + (i - (len(classes) - 1) / 2) * bw, vals, bw, label=f"{c}-bound" if c != "overhead" else c,
                    color=_COLORS[c])
-        for xi, d in zip(x, names):
-            if not bool(sub.loc[d, "feasible"]):
-                ax.annotate("violates constraints", (xi, 0), xytext=(0, 2), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=7, color="#C44E52", rotation=90)
+        bad = [not bool(sub.loc[d, "feasible"]) for d in names]
         ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+        labels = ax.set_xticklabels([f"{d} *" if b else d for d, b in zip(names, bad)], rotation=20, ha="right",
+                                    fontsize=8)
+        for lab, b in zip(labels, bad):
+            if b:
+                lab.set_color("#C44E52")
         ax.yaxis.set_major_formatter(EngFormatter(unit="s"))
         ax.set_ylabel("time per step")
         ax.set_title(wl.name, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, ncols=4, loc="upper right")
-    fig.suptitle(f"What-if {spec.name}: time by resource", fontsize=10)
+    fig.suptitle(f"What-if {spec.name}: time by resource (* violates a constraint)", fontsize=10)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()

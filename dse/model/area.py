@@ -337,8 +337,10 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     # ---- units
     if units_physical_ is not None:
         uphys = np.broadcast_to(np.asarray(units_physical_, dtype=float), (n,)).copy()
-    elif "units_physical" in chips:
+    elif "units_physical" in chips:  # given per chip; NaN where a chip does not say: the spare rule
         uphys = chips["units_physical"].copy()
+        missing = np.isnan(uphys)
+        uphys[missing] = units_physical(chips["units"][missing], spare_fraction)
     else:
         uphys = units_physical(chips["units"], spare_fraction)
     if np.any(uphys < chips["units"]):

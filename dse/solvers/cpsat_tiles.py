@@ -245,7 +245,7 @@ class TileData:
     # power ceiling
     budget: float                # J/FLOP at peak rate; inf: no TDP
     power_exponent: int          # 3: voltage scales with clock, 1: fixed voltage
-    e_fixed: float               # J of FLOPs and vector work (tile-independent)
+    e_fixed: float               # J of FLOPs, vector work and the C write through L2 (tile-independent)
     e_local: float               # J per unit of (T_M + T_N) c_M c_N
     e_a: float                   # J per c_N (A requests)
     e_b: float                   # J per c_M (B requests)
@@ -299,16 +299,13 @@ def tile_data(op: Op, chip) -> TileData:
     if fpc <= 0:
         raise SpecError(f"op {op.name}: chip has no matrix rate for format {t.formats[0]} or any wider one")
     ceff = g("calibration.compute_efficiency", 1.0)
-    # padded FLOPs exactly as the evaluator computes them (instruction padding; causal tiles skipped)
-    if op.causal:
-        fpad = float(op.padded_flops(im, inn, ik))
-    else:
-        fpad = 2.0 * _pad(m, im) * _pad(n, inn) * _pad(k, ik) * batch
-    # vector unit time at peak clock
+    # padded FLOPs and vector time are tile-independent: read them off the evaluator itself (instruction
+    # padding, orientation, causal tiles), so the model follows any change there
+    ref = evaluate_arrays(chips, w, tiles=(np.array([[im]]), np.array([[inn]]), np.array([[ik]]), np.ones((1, 1))),
+                          breakdown=True)
+    fpad = float(ref["_ops"]["padded_flops"][0, 0])
+    tv = float(ref["_ops"]["t_vector"][0, 0] * ref["clock_ratio"][0])  # at peak clock
     vf, ex = float(t.vector_flops[0]), float(t.exps[0])
-    vrate = units * g("vector.flops_per_cycle") * clock
-    xrate = units * g("vector.exp_per_cycle") * clock
-    tv = (vf / vrate if vf > 0 else 0.0) + (ex / xrate if ex > 0 else 0.0)
     if not math.isfinite(tv):
         raise SpecError(f"op {op.name}: vector work on a chip without a vector unit")
     # memory (seed 004 §4.3.2, §4.4.1): L2 panels, partial sums, Little's-law bandwidth cap
@@ -349,7 +346,7 @@ def tile_data(op: Op, chip) -> TileData:
         a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
         budget=budget, power_exponent=3 if g("power.voltage_scaling", 1.0) > 0.5 else 1,
-        e_fixed=fpad * e_flop + (vf + ex) * g("energy.vector_flop"),
+        e_fixed=fpad * e_flop + (vf + ex) * g("energy.vector_flop") + e_l2 * c_bytes,
         e_local=e_loc * k * emax * batch,
         e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
     )
@@ -411,7 +408,14 @@ def _class_min(d: TileData, cm: int, cn: int) -> tuple[int, int]:
 
 
 class _TileModel:
-    """The CP-SAT model of one operator's tiles (built once, cloned per phase)."""
+    """The CP-SAT model of one operator's tiles (data -> variables -> constraints), one per operator.
+
+    The time link built in is the relaxation rho = 1 (clock ratio 1), a lower bound everywhere and exact
+    wherever the clock does not throttle. :meth:`band` adds, under an enforcement literal, the tighter link of
+    one energy band (the tiling's energy per FLOP in an interval, hence a clock-ratio bound); a solve turns
+    one band on through an assumption. Constraints that the phases add (time caps, forbidden classes) are
+    valid for the rest of the search, so the model is never rebuilt.
+    """
 
     def __init__(self, d: TileData):
         self.d = d
@@ -419,51 +423,56 @@ class _TileModel:
         self.model = cp_model.CpModel()
         self.v: dict[str, cp_model.IntVar] = {}
         self.hi: dict[str, int] = {}  # upper bound of each variable
+        self._bands: dict[tuple[int, int], cp_model.IntVar] = {}
         self._variables()
         self._constraints()
 
-    # ---- scaling (one time unit, one byte scale, one rho resolution)
+    # ---- scaling: one time unit, one byte scale, one energy unit (every conversion through to_int)
     def _scales(self):
         d = self.d
-        self.rho_const = 1e6 if d.throttle == "always" else 1.0
-        t_matrix_lb = d.padded_flops / (d.units * d.unit_rate) * self.rho_const
-        ra_min = 1
-        bytes_min = d.a_mem * ra_min + d.b_mem + d.c_mem
-        t_lb = max(t_matrix_lb, d.t_vector * self.rho_const, bytes_min / d.bandwidth)
+        self.rho_const = 1e6 if d.throttle == "always" else 1.0  # the evaluator floors the clock ratio at 1e-6
+        self.c_float = d.padded_flops / d.unit_rate * self.rho_const  # s: t_matrix = c_float x waves / work
+        self.tv_float = d.t_vector * self.rho_const
+        bytes_min = d.a_mem + d.b_mem + d.c_mem
+        t_lb = max(self.c_float / d.units, self.tv_float, bytes_min / d.bandwidth)
         self.q = t_lb / 2**TIME_BITS
         sb = MIN_BYTE_SCALE
         while d.bandwidth * self.q * sb < 2**BW_BITS:
             sb *= 2
         self.sb = sb
-        self.bw_q = to_int(d.bandwidth * self.q * sb)
-        # upper bounds of the time terms over the domain (for variable domains)
-        rho_max = d.rho_max
+        self.bw_q = to_int(d.bandwidth * self.q * sb, rounding="up")  # up: the model time stays a lower bound
         ra_max = min(d.qn_max, d.ra_cap) if d.ra_cap else 1
         rb_max = min(d.qm_max, d.rb_cap) if d.rb_cap else 1
         self.bytes_max = (d.a_mem * ra_max + d.b_mem * rb_max + d.c_mem
                           + (d.partial_bytes * (d.split_max - 1) if d.split_max >= d.partial_split else 0.0))
-        t_ub = max(d.padded_flops / d.unit_rate * rho_max * self.rho_const, d.t_vector * rho_max * self.rho_const,
-                   self.bytes_max / d.bandwidth)
-        self.t_lo = max(0, to_int(t_lb, self.q, "down") - 4)
+        rho_max = d.rho_max if d.throttle == "maybe" else 1.0
+        t_ub = max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth)
         self.t_hi = to_int(t_ub, self.q, "up") + 4
-        self.c_matrix = to_int(d.padded_flops / d.unit_rate * self.rho_const, self.q)
-        self.c_vector = to_int(d.t_vector * self.rho_const, self.q)
-        # rho resolution R: (R rho_max + 2)^p <= 2^62 and C rho_hat <= 2^62
+        # every tiling takes at least t_lb (perfect waves, each tensor moved once): the objective's floor,
+        # which lets CP-SAT prove an optimum at once when the best tiling reaches it
+        self.t_lo = max(0, to_int(t_lb, self.q, "down") - 8)
+        self.bytes_lo = to_int(bytes_min * sb, rounding="down")
         if d.throttle == "maybe":
-            p = d.power_exponent
-            r_bits = 9
-            while r_bits > 0 and ((2**r_bits * rho_max + 2) ** p > _INT_LIMIT
-                                  or self.c_matrix * (2**r_bits * rho_max + 2) > _INT_LIMIT
-                                  or max(self.c_vector, 1) * (2**r_bits * rho_max + 2) > _INT_LIMIT):
-                r_bits -= 1
-            self.R = 2**r_bits
-        else:
-            self.R = 1
+            ratio_max = d.e_max / (d.budget * d.padded_flops)
+            self.e_bits = min(40, 60 - math.ceil(math.log2(ratio_max)))
+            self.e_unit = d.budget * d.padded_flops / 2**self.e_bits  # J per energy unit
+            self.e_budget = 2**self.e_bits  # the TDP budget of this operator, in energy units
 
-    # ---- variables
+    def rho_at(self, energy_units: int) -> float:
+        """1 / clock ratio at ``energy_units`` (a lower bound for every tiling at or above that energy)."""
+        if self.d.throttle != "maybe":
+            return 1.0
+        return max(1.0, energy_units / self.e_budget) ** (1.0 / self.d.power_exponent)
+
+    def c_matrix(self, rho: float) -> int:
+        return to_int(self.c_float * rho, self.q, "down")
+
+    def c_vector(self, rho: float) -> int:
+        return to_int(self.tv_float * rho, self.q, "down")
+
+    # ---- variables (structured names: q_m[op], time[op], ...)
     def _var(self, name: str, lo: int, hi: int) -> cp_model.IntVar:
-        key = f"{name}[{self.d.op.name}]"
-        var = self.model.new_int_var(int(lo), int(hi), key)
+        var = self.model.new_int_var(int(lo), int(hi), f"{name}[{self.d.op.name}]")
         self.v[name] = var
         self.hi[name] = int(hi)
         return var
@@ -483,10 +492,12 @@ class _TileModel:
         self._var("k_steps", 1, d.qk_max)
         tiles_max = d.qm_max * d.qn_max
         self._var("tiles", 1, tiles_max)
+        self._var("tiles_split", 1, tiles_max * d.split_max)
         self._var("work", d.batch, d.batch * tiles_max * d.split_max)
         self._var("waves", 1, _ceil_div(d.batch * tiles_max * d.split_max, d.units))
         self._var("time", self.t_lo, self.t_hi)
-        self._var("bytes", 0, to_int(self.bytes_max * self.sb, rounding="up"))
+        self._var("time_x_work", 0, self.t_hi * self.hi["work"])
+        self._var("bytes", self.bytes_lo, to_int(self.bytes_max * self.sb, rounding="up"))
 
     # ---- constraints
     def _constraints(self):
@@ -495,115 +506,62 @@ class _TileModel:
         m.add(v["t_m"] == d.im * v["q_m"])
         m.add(v["t_n"] == d.inn * v["q_n"])
         m.add(v["t_k"] == d.ik * v["q_k"])
-        # ceilings: c = ceil(X / T) = (X + T - 1) // T
+        # ceilings: ceil(X / T) = (X + T - 1) // T
         m.add_division_equality(v["c_m"], v["t_m"] + (d.m - 1), v["t_m"])
         m.add_division_equality(v["c_n"], v["t_n"] + (d.n - 1), v["t_n"])
         m.add_division_equality(v["k_steps"], v["t_k"] + (d.k - 1), v["t_k"])
         m.add(v["split"] <= v["k_steps"])
         # work items and waves over the units (wave quantization with split-K)
         m.add_multiplication_equality(v["tiles"], [v["c_m"], v["c_n"]])
-        tiles_split = self._var("tiles_split", 1, d.qm_max * d.qn_max * d.split_max)
-        m.add_multiplication_equality(tiles_split, [v["tiles"], v["split"]])
-        m.add(v["work"] == d.batch * tiles_split)
+        m.add_multiplication_equality(v["tiles_split"], [v["tiles"], v["split"]])
+        m.add(v["work"] == d.batch * v["tiles_split"])
         m.add_division_equality(v["waves"], v["work"] + (d.units - 1), d.units)
         self._buffer()
-        self._throttle()
-        self._time()
+        self._memory()
+        # time >= matrix and vector time at the peak clock (rho = 1): the relaxation every band tightens
+        m.add_multiplication_equality(v["time_x_work"], [v["time"], v["work"]])
+        m.add(v["time_x_work"] >= self.c_matrix(1.0) * v["waves"])
+        if self.c_vector(1.0) > 0:
+            m.add(v["time"] >= self.c_vector(1.0))
 
     def _buffer(self):
         d, m, v = self.d, self.model, self.v
-        eb_scale = MIN_BYTE_SCALE
+        s = MIN_BYTE_SCALE  # bytes x 32: element sizes are multiples of 1/32 B
         mk = self._var("a_tile", d.im * d.ik, d.im * d.qm_max * d.ik * d.qk_max)
         kn = self._var("b_tile", d.inn * d.ik, d.inn * d.qn_max * d.ik * d.qk_max)
         mn = self._var("c_tile", d.im * d.inn, d.im * d.qm_max * d.inn * d.qn_max)
         m.add_multiplication_equality(mk, [v["t_m"], v["t_k"]])
         m.add_multiplication_equality(kn, [v["t_k"], v["t_n"]])
         m.add_multiplication_equality(mn, [v["t_m"], v["t_n"]])
-        ea, eb = to_int(d.ea, 1 / eb_scale, "up"), to_int(d.eb, 1 / eb_scale, "up")
+        ea, eb = to_int(d.ea, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
         slot_hi = ea * self.hi["a_tile"] + eb * self.hi["b_tile"]
-        slot = self._var("slot_bytes", 0, slot_hi)  # one input slot, x 32
+        slot = self._var("slot_bytes", 0, slot_hi)
         m.add(slot == ea * mk + eb * kn)
         inputs = self._var("input_bytes", 0, SLOTS[-1] * slot_hi)
         m.add_multiplication_equality(inputs, [v["slots"], slot])
-        buf = to_int(d.local_buffer, 1 / eb_scale, "down")
+        buf = to_int(d.local_buffer, 1 / s, "down")
         if d.accumulator > 0:
             m.add(inputs <= buf).with_name("buffer_fit")
             m.add(4 * mn <= to_int(d.accumulator, rounding="down")).with_name("accumulator_fit")
         else:
-            m.add(inputs + 4 * eb_scale * mn <= buf).with_name("buffer_fit")
+            m.add(inputs + 4 * s * mn <= buf).with_name("buffer_fit")
             if d.register_file > 0:
                 m.add(4 * mn <= to_int(d.register_file, rounding="down")).with_name("register_fit")
 
-    def _throttle(self):
-        """rho_hat = R x (1 / clock ratio), bounded below through the energy per FLOP (see the module doc)."""
+    def _memory(self):
+        """bytes = A r_A + B r_B + C + [s >= s_0] P (s - 1), x byte scale; BW_q time >= bytes."""
         d, m, v = self.d, self.model, self.v
-        if d.throttle != "maybe":
-            self.rho = None
-            return
-        R, p = self.R, d.power_exponent
-        hi = math.ceil(R * d.rho_max) + 2
-        rho = self._var("rho", R, hi)
-        self.rho = rho
-        # energy: e Fp = e_fixed + e_local (T_M + T_N) c_M c_N + e_a c_N + e_b c_M + e_split (s - 1)
-        tmn = self._var("t_m_plus_t_n", d.im + d.inn, d.im * d.qm_max + d.inn * d.qn_max)
-        m.add(tmn == v["t_m"] + v["t_n"])
-        local = self._var("local_units", 0, d.p_max)
-        m.add_multiplication_equality(local, [v["tiles"], tmn])
-        unit = d.budget * d.padded_flops / 2**40  # J per integer unit of 2^40 e / b
-        k_fix = to_int(d.e_fixed, unit, "down")
-        k_loc = to_int(d.e_local, unit, "down")
-        k_a, k_b = to_int(d.e_a, unit, "down"), to_int(d.e_b, unit, "down")
-        k_s = to_int(d.e_split, unit, "down")
-        e_hi = k_fix + k_loc * self.hi["local_units"] + k_a * d.qn_max + k_b * d.qm_max + k_s * (d.split_max - 1)
-        energy = self._var("energy", 0, e_hi)
-        m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
-        # rho_hat >= R (e/b)^(1/p) - 1  <=>  e/b <= ((rho_hat + 1) / R)^p : a monotone table over rho_hat
-        table = [to_int(((j + 1) / R) ** p * 2**40, rounding="up") for j in range(R, hi + 1)]
-        e_cap = self._var("energy_cap", table[0], table[-1])
-        idx = self._var("rho_index", 0, hi - R)
-        m.add(idx == rho - R)
-        m.add_element(idx, table, e_cap)
-        m.add(energy <= e_cap)
-
-    def _time(self):
-        d, m, v = self.d, self.model, self.v
-        T = v["time"]
-        # matrix: T work >= C_rho waves
-        tw = self._var("time_x_work", 0, self.t_hi * self.hi["work"])
-        m.add_multiplication_equality(tw, [T, v["work"]])
-        if self.rho is None:
-            m.add(tw >= self.c_matrix * v["waves"])
-        else:
-            R = self.R
-            c_hi = self.c_matrix * (self.hi["rho"] + R) // R + 1
-            c_rho = self._var("c_rho", self.c_matrix, c_hi)
-            m.add(R * c_rho >= self.c_matrix * self.rho - R + 1)
-            cw = self._var("c_rho_x_waves", 0, c_hi * self.hi["waves"])
-            m.add_multiplication_equality(cw, [c_rho, v["waves"]])
-            m.add(tw >= cw)
-        # vector
-        if self.c_vector > 0:
-            if self.rho is None:
-                m.add(T >= self.c_vector)
-            else:
-                m.add(self.R * T >= self.c_vector * self.rho - self.R + 1)
-        # memory: BW_q T >= bytes (x sb)
         sb = self.sb
         terms = []
-        if d.a_mem > 0:
-            if d.ra_cap is None:
-                terms.append(to_int(d.a_mem * sb))
+        for name, size, cap, count in (("reads_a", d.a_mem, d.ra_cap, "c_n"), ("reads_b", d.b_mem, d.rb_cap, "c_m")):
+            if size <= 0:
+                continue
+            if cap is None:
+                terms.append(to_int(size * sb))
             else:
-                ra = self._var("reads_a", 1, min(d.qn_max, d.ra_cap))
-                m.add_min_equality(ra, [v["c_n"], d.ra_cap])
-                terms.append(to_int(d.a_mem * sb) * ra)
-        if d.b_mem > 0:
-            if d.rb_cap is None:
-                terms.append(to_int(d.b_mem * sb))
-            else:
-                rb = self._var("reads_b", 1, min(d.qm_max, d.rb_cap))
-                m.add_min_equality(rb, [v["c_m"], d.rb_cap])
-                terms.append(to_int(d.b_mem * sb) * rb)
+                r = self._var(name, 1, min(self.hi[count], cap))
+                m.add_min_equality(r, [v[count], cap])  # ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2))
+                terms.append(to_int(size * sb) * r)
         terms.append(to_int(d.c_mem * sb))
         if d.split_max >= d.partial_split:
             spill = m.new_bool_var(f"partials_to_memory[{d.op.name}]")
@@ -614,128 +572,254 @@ class _TileModel:
             m.add(extra == 0).only_enforce_if(~spill)
             terms.append(to_int(d.partial_bytes * sb) * extra)
         m.add(v["bytes"] == sum(terms))
-        m.add(self.bw_q * T >= v["bytes"])
+        m.add(self.bw_q * v["time"] >= v["bytes"])
 
-    # ---- solve
-    def solve(self, model: cp_model.CpModel, time_limit_s: float, seed: int):
+    def _energy(self) -> cp_model.IntVar:
+        """energy = (FLOPs + local-buffer bytes + L2 requests) J / energy unit, coefficients rounded down.
+
+        Built on first use: only a search that needs energy bands pays for it.
+        """
+        if "energy" in self.v:
+            return self.v["energy"]
+        d, m, v = self.d, self.model, self.v
+        tmn = self._var("t_m_plus_t_n", d.im + d.inn, d.im * d.qm_max + d.inn * d.qn_max)
+        m.add(tmn == v["t_m"] + v["t_n"])
+        local = self._var("local_units", 0, d.p_max)
+        m.add_multiplication_equality(local, [v["tiles"], tmn])
+        u = self.e_unit
+        k_fix, k_loc = to_int(d.e_fixed, u, "down"), to_int(d.e_local, u, "down")
+        k_a, k_b, k_s = to_int(d.e_a, u, "down"), to_int(d.e_b, u, "down"), to_int(d.e_split, u, "down")
+        self._k = {"fix": k_fix, "loc": k_loc, "a": k_a, "b": k_b, "s": k_s}
+        hi = k_fix + k_loc * d.p_max + k_a * d.qn_max + k_b * d.qm_max + k_s * (d.split_max - 1)
+        energy = self._var("energy", 0, hi)
+        m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
+        return energy
+
+    def band(self, lo: int, hi: int) -> cp_model.IntVar:
+        """Literal of energy band (lo, hi]: energy in it and time >= rho(lo + 1) x (matrix, vector) time."""
+        key = (lo, hi)
+        if key not in self._bands:
+            m, v = self.model, self.v
+            energy = self._energy()
+            lit = m.new_bool_var(f"band_{lo}_{hi}[{self.d.op.name}]")
+            rho = self.rho_at(lo + 1)
+            m.add(energy >= lo + 1).only_enforce_if(lit)
+            m.add(energy <= hi).only_enforce_if(lit)
+            m.add(v["time_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
+            if self.c_vector(rho) > 0:
+                m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
+            self._bands[key] = lit
+        return self._bands[key]
+
+    @property
+    def energy_hi(self) -> int:
+        """Upper bound of the energy variable (builds the energy constraints on first use)."""
+        self._energy()
+        return self.hi["energy"]
+
+    def energy_of(self, solver) -> int:
+        """The energy (in energy units) of a solver's solution, by the model's own integer formula."""
+        d, v = self.d, self.v
+        self._energy()
+        val = {k: int(solver.value(v[k])) for k in ("t_m", "t_n", "c_m", "c_n", "split")}
+        local = val["c_m"] * val["c_n"] * (val["t_m"] + val["t_n"])
+        return (self._k["fix"] + self._k["loc"] * local + self._k["a"] * val["c_n"] + self._k["b"] * val["c_m"]
+                + self._k["s"] * (val["split"] - 1))
+
+
+def _split(lo: int, hi: int, e_x: int) -> list[tuple[int, int]]:
+    """Energy band (lo, hi] split at a solution's energy e_x: (lo, e_x - 1] and (e_x - 1, hi], non-empty ones."""
+    out = []
+    if e_x - 1 > lo:
+        out.append((lo, e_x - 1))
+    if hi > e_x - 1:
+        out.append((max(lo, e_x - 1), hi))
+    return out
+
+
+class _Search:
+    """Solves one operator's model and checks candidates with the evaluator (see :func:`solve_tiles`)."""
+
+    def __init__(self, tmod: _TileModel, op: Op, chips: Chips, time_limit_s: float, seed: int, start: float):
+        self.t, self.op, self.chips = tmod, op, chips
+        self.limit, self.seed, self.start = time_limit_s, seed, start
+        self.solves = 0
+        self.statuses: list[str] = []
+        self.times: list[float] = []
+        self.cap = None  # literal of the current time cap (assumed while it is set)
+        # class (c_M, c_N, split) -> the evaluator on its cheapest tile: (busy time, traffic, record)
+        self.cost: dict[tuple[int, int, int], tuple[float, float, dict]] = {}
+
+    def solve(self, band: tuple[int, int] | None = None):
+        """Solve the model (with one energy band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE."""
+        model = self.t.model
+        model.clear_assumptions()
+        lits = ([self.cap] if self.cap is not None else []) + ([self.t.band(*band)] if band is not None else [])
+        if lits:
+            model.add_assumptions(lits)
+        left = self.limit - (time.perf_counter() - self.start)
+        if left <= 0:
+            raise SolverError(f"tiles of {self.op.name}: the time limit of {self.limit} s ran out after "
+                              f"{self.solves} solves")
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = max(time_limit_s, 1e-3)
-        solver.parameters.random_seed = int(seed)
+        solver.parameters.max_time_in_seconds = left
+        solver.parameters.random_seed = int(self.seed)
         status = solver.solve(model)
-        return solver, status
+        self.times.append(solver.wall_time)
+        self.solves += 1
+        name = status_name(status)
+        self.statuses.append(name)
+        if name in ("OPTIMAL", "FEASIBLE"):
+            return solver
+        if name == "INFEASIBLE":
+            return None
+        detail = f": {model.validate()}" if name == "MODEL_INVALID" else " (the time limit ran out before a solution)"
+        raise SolverError(f"tiles of {self.op.name}: CP-SAT returned {name}{detail}")
+
+    def cls(self, solver) -> tuple[int, int, int]:
+        v = self.t.v
+        return (int(solver.value(v["c_m"])), int(solver.value(v["c_n"])), int(solver.value(v["split"])))
+
+    def record(self, cls) -> tuple[float, float]:
+        """Evaluate a class's cheapest tile (canonical T_K, 2 slots) once; forbid the class from now on.
+
+        Every later solve looks for something else: the class's best is known, and no member of a class is
+        faster or moves fewer bytes than its cheapest tile.
+        """
+        if cls not in self.cost:
+            d = self.t.d
+            tm, tn = _class_min(d, cls[0], cls[1])
+            tk = _canonical_tk(d, tm, tn, cls[2], SLOTS[0])
+            r = evaluate_tiles(self.op, self.chips, tm, tn, tk, cls[2])
+            rec = {"tm": tm, "tn": tn, "tk": tk, "time_s": float(r["time_s"][0]),
+                   "traffic_bytes": float(r["traffic_bytes"][0]), "clock_ratio": float(r["clock_ratio"][0])}
+            self.cost[cls] = (rec["time_s"] - d.kernel_overhead, rec["traffic_bytes"], rec)
+            v = self.t.v
+            self.t.model.add_forbidden_assignments([v["c_m"], v["c_n"], v["split"]], [cls])
+        return self.cost[cls][:2]
 
 
-def _forbid(model: cp_model.CpModel, v: dict, cls: tuple[int, int, int]) -> None:
-    model.add_forbidden_assignments([v["c_m"], v["c_n"], v["split"]], [cls])
-
-
-def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0, max_rounds: int = 200) -> TileChoice:
+def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> TileChoice:
     """Tiles of ``op`` on ``chip`` that minimize the evaluator's time, then off-chip traffic (CP-SAT).
 
     ``chip``: a catalog name, a ChipSpec or a one-point Chips. ``time_limit_s`` bounds the wall-clock time
-    of all solves together. Raises InfeasibleError when no tile fits the buffer (the message names the
-    limit), SolverError on any CP-SAT status other than OPTIMAL / FEASIBLE.
+    of all solves together. Raises InfeasibleError when no tile fits (the message names the limit), and
+    SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE, or when the model and the
+    evaluator disagree where the model is exact (a formula changed on one side).
+
+    Each phase solves regime A (the tiling's energy per FLOP within the TDP budget: the clock does not
+    throttle and the model is exact), then proves regime B (the clock throttles) cannot do better: B is
+    searched in energy bands (e_lo, e_hi], each with the clock-ratio bound rho(e_lo) and capped at the
+    energy above which even a perfect wave could not beat the best time; a band's solution is evaluated,
+    recorded and forbidden, and the band split at its energy, until every band is infeasible or meets its
+    bound. Without a TDP (or when no tiling can exceed it) there is one regime and one solve per phase.
+
+    Phase 1: minimize time. Phase 2: with time capped at the fastest x (1 + TIME_RTOL), minimize off-chip
+    bytes (each solve asks for strictly fewer bytes than the best tie so far).
     """
     start = time.perf_counter()
     chips = as_chips(chip)
     d = tile_data(op, chips)
     tm_ = _TileModel(d)
-    v, q, sb = tm_.v, tm_.q, tm_.sb
-    seen: dict[tuple[int, int, int], tuple[float, float]] = {}  # class -> (true time, traffic) of its cheapest tile
-    solves, statuses = 0, []
+    v, q, model = tm_.v, tm_.q, tm_.model
+    S = _Search(tm_, op, chips, time_limit_s, seed, start)
+    maybe = d.throttle == "maybe"
+    regime_a = (-1, tm_.e_budget) if maybe else None
 
-    def remaining() -> float:
-        return time_limit_s - (time.perf_counter() - start)
+    def e_cap(t_s: float) -> int:
+        """Above this energy, rho > t_s / (matrix time with perfect waves): no tiling there is faster than t_s."""
+        cap = tm_.e_budget * (t_s * d.units / tm_.c_float) ** d.power_exponent
+        return tm_.energy_hi if cap >= tm_.energy_hi else to_int(cap, rounding="up")
 
-    def run(model):
-        nonlocal solves
-        if remaining() <= 0:
-            raise SolverError(f"tiles of {op.name}: time limit of {time_limit_s} s reached before a solution")
-        solver, status = tm_.solve(model, remaining(), seed)
-        solves += 1
-        name = status_name(status)
-        statuses.append(name)
-        if name in ("OPTIMAL", "FEASIBLE"):
-            return solver, name
-        if name == "INFEASIBLE":
-            return None, name
-        raise SolverError(f"tiles of {op.name}: CP-SAT returned {name}"
-                          + (f" ({model.validate()})" if name == "MODEL_INVALID" else ""))
+    def exact(solver, cls, t_c, what):
+        bound = (solver.best_objective_bound - 1) * q
+        if t_c < bound * (1 - 1e-9) or (what == "time" and t_c > (solver.objective_value + 1) * q * (1 + TIME_RTOL)):
+            raise SolverError(f"tiles of {op.name}: the evaluator's time {t_c:.9g} s for class {cls} (c_M, c_N, "
+                              f"split) disagrees with the tile model's {solver.objective_value * q:.9g} s where the "
+                              f"model is exact; did a formula of dse.evaluate change?")
 
-    def true_cost(cls):
-        if cls not in seen:
-            tmc, tnc = _class_min(d, cls[0], cls[1])
-            r = evaluate_tiles(op, chips, tmc, tnc, d.ik, cls[2])
-            seen[cls] = (float(r["time_s"][0]) - d.kernel_overhead, float(r["traffic_bytes"][0]))
-        return seen[cls]
-
-    def cls_of(solver):
-        return (solver.value(v["c_m"]), solver.value(v["c_n"]), solver.value(v["split"]))
-
-    # ---- phase 1: minimize time (lower-bound model, each candidate checked with the evaluator)
-    model = tm_.model.clone()
+    # ---- phase 1: the least time
     model.minimize(v["time"])
     best_cls, best_t = None, math.inf
-    for _ in range(max_rounds):
-        solver, name = run(model)
-        if solver is None:
-            break
-        cls = cls_of(solver)
-        t_true, _ = true_cost(cls)
-        if t_true < best_t:
-            best_cls, best_t = cls, t_true
-        bound = (solver.best_objective_bound - 3) * q  # the model never exceeds the true time by more than ~3 q
-        if best_t <= bound * (1 + TIME_RTOL):
-            break
-        _forbid(model, v, cls)
-    else:
-        statuses.append("FEASIBLE")  # rounds exhausted: best found, not proven
+    solver = S.solve(regime_a)
+    if solver is not None:
+        best_cls = S.cls(solver)
+        best_t = S.record(best_cls)[0]
+        exact(solver, best_cls, best_t, "time")
+    if maybe:
+        stack = [(tm_.e_budget, tm_.energy_hi)]
+        while stack:
+            lo, hi = stack.pop()
+            if math.isfinite(best_t):
+                S.cap = model.new_bool_var(f"time_cap_{S.solves}[{op.name}]")  # strictly faster than the best
+                model.add(v["time"] <= to_int(best_t * (1 - TIME_RTOL), q, "down") + 1).only_enforce_if(S.cap)
+                hi_eff = min(hi, e_cap(best_t))
+            else:
+                hi_eff = hi
+            if hi_eff <= lo:
+                continue
+            solver = S.solve((lo, hi_eff))
+            if solver is None:
+                continue
+            cls = S.cls(solver)
+            t_c = S.record(cls)[0]
+            if t_c < best_t:
+                best_cls, best_t = cls, t_c
+            if t_c <= (solver.best_objective_bound - 1) * q * (1 + TIME_RTOL):
+                continue  # the band's optimum meets its lower bound: nothing in it is faster
+            stack.extend(_split(lo, hi_eff, tm_.energy_of(solver)))
+        S.cap = None
     if best_cls is None:
         raise InfeasibleError(_infeasible_message(d))
-    t_star = best_t
 
-    # ---- phase 2: among tilings within TIME_RTOL of the fastest, the least off-chip traffic
-    model = tm_.model.clone()
-    for cls, (t_c, _) in seen.items():
-        if t_c > t_star * (1 + TIME_RTOL):
-            _forbid(model, v, cls)
-    model.add(v["time"] <= to_int(t_star * (1 + TIME_RTOL), q, "down") + 3)
+    # ---- phase 2: the least off-chip traffic among tilings within TIME_RTOL of the fastest
+    limit = best_t * (1 + TIME_RTOL)
+    model.add(v["time"] <= to_int(limit, q, "down") + 1)
     model.minimize(v["bytes"])
-    model.add_hint(v["c_m"], best_cls[0])
-    model.add_hint(v["c_n"], best_cls[1])
-    model.add_hint(v["split"], best_cls[2])
-    final_cls, model_time = best_cls, math.nan
-    for _ in range(max_rounds):
-        solver, name = run(model)
-        if solver is None:
-            break
-        cls = cls_of(solver)
-        t_c, _ = true_cost(cls)
-        if t_c <= t_star * (1 + TIME_RTOL):
-            final_cls, model_time = cls, solver.value(v["time"]) * q
-            break
-        _forbid(model, v, cls)
-    else:
-        statuses.append("FEASIBLE")
+    ties = [c for c, (t_c, _, _) in S.cost.items() if t_c <= limit]
+    best_b = min(S.cost[c][1] for c in ties)
 
-    # ---- extract: the cheapest tile of the class, the fewest slots, the largest T_K
-    tmc, tnc = _class_min(d, final_cls[0], final_cls[1])
-    split = final_cls[2]
-    slots = SLOTS[0]
-    tk = _canonical_tk(d, tmc, tnc, split, slots)
-    r = evaluate_tiles(op, chips, tmc, tnc, tk, split)
-    status = "OPTIMAL" if all(s in ("OPTIMAL", "INFEASIBLE") for s in statuses) else "FEASIBLE"
-    if not math.isfinite(model_time):
-        model_time = true_cost(final_cls)[0]
+    def fewer_bytes():
+        model.add(v["bytes"] <= to_int(best_b * tm_.sb, rounding="up") - 1)
+
+    def tie(solver) -> bool:
+        nonlocal best_b
+        cls = S.cls(solver)
+        t_c, b_c = S.record(cls)
+        if t_c > limit:
+            return False
+        ties.append(cls)
+        if b_c < best_b:
+            best_b = b_c
+            fewer_bytes()
+        return True
+
+    fewer_bytes()
+    while (solver := S.solve(regime_a)) is not None:  # regime A: a non-tie here is only rounding slack
+        tie(solver)
+    if maybe:
+        stack = [(tm_.e_budget, min(tm_.energy_hi, e_cap(limit)))]
+        while stack:
+            lo, hi = stack.pop()
+            if hi <= lo or (solver := S.solve((lo, hi))) is None:
+                continue
+            if tie(solver):
+                stack.append((lo, hi))  # again, for fewer bytes still
+            else:
+                stack.extend(_split(lo, hi, tm_.energy_of(solver)))
+    final = min(ties, key=lambda c: (S.cost[c][1], S.cost[c][0]))
+
+    # ---- extract: the class's cheapest tile, as evaluated (2 slots, the largest T_K)
+    rec = S.cost[final][2]
+    status = "OPTIMAL" if all(s in ("OPTIMAL", "INFEASIBLE") for s in S.statuses) else "FEASIBLE"
     return TileChoice(
-        op=op.name, tm=int(tmc), tn=int(tnc), tk=int(tk), slots=slots, split_k=int(split),
-        time_s=float(r["time_s"][0]), traffic_bytes=float(r["traffic_bytes"][0]), status=status,
-        solve_time_s=time.perf_counter() - start, model_time_s=model_time + d.kernel_overhead,
-        clock_ratio=float(r["clock_ratio"][0]),
-        working_set_bytes=float(_working_set(d, tmc, tnc, tk, slots)), solves=solves,
-        info={"time_unit_s": q, "byte_scale": sb, "rho_resolution": tm_.R, "statuses": tuple(statuses),
-              "classes_checked": len(seen)},
+        op=op.name, tm=int(rec["tm"]), tn=int(rec["tn"]), tk=int(rec["tk"]), slots=SLOTS[0], split_k=int(final[2]),
+        time_s=rec["time_s"], traffic_bytes=rec["traffic_bytes"], status=status,
+        solve_time_s=time.perf_counter() - start, clock_ratio=rec["clock_ratio"],
+        working_set_bytes=float(_working_set(d, rec["tm"], rec["tn"], rec["tk"], SLOTS[0])), solves=S.solves,
+        info={"time_unit_s": q, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
+              "classes_checked": len(S.cost), "energy_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
     )
 
 

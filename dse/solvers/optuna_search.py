@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
 from dse.errors import SolverError, SpecError
@@ -98,7 +99,7 @@ class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
 
     def __init__(self, *, search_space: dict, **kw):
         super().__init__(**kw)
-        self._space = {k: d for k, d in search_space.items() if not d.single()}
+        self._space = {k: d for k, d in sorted(search_space.items()) if not d.single()}  # sorted, as Optuna
         self._generation_cache: tuple | None = None
 
     def infer_relative_search_space(self, study, trial):
@@ -231,28 +232,38 @@ def repair_journal_tail(path: str | Path) -> int:
     return size - keep
 
 
-def open_storage(storage: str | Path | None):
-    """None -> in memory; '*.journal' / '*.log' / 'journal:PATH' -> journal file; '*.db' -> SQLite; else an RDB URL."""
-    if storage is None:
-        return None
+def _journal_path(storage: str | Path) -> str | None:
     s = str(storage)
     if s.startswith("journal:"):
-        s = s[len("journal:"):]
-    elif not (s.endswith(".journal") or s.endswith(".log")) or "://" in s:
-        if s.endswith(".db") and "://" not in s:
-            Path(s).parent.mkdir(parents=True, exist_ok=True)
-            s = f"sqlite:///{Path(s).resolve()}"
-        try:
-            return optuna.storages.RDBStorage(s, heartbeat_interval=None)
-        except Exception as e:  # bad URL, server down, missing driver
-            raise SpecError(f"storage {storage!r}: cannot open: {e}") from None
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
+        return s[len("journal:"):]
+    if (s.endswith(".journal") or s.endswith(".log")) and "://" not in s:
+        return s
+    return None
 
-    Path(s).parent.mkdir(parents=True, exist_ok=True)
-    lock = FlockLock(s)
-    lock.acquire()  # repairs a torn tail before the storage replays the file
-    lock.release()
-    return JournalStorage(JournalFileBackend(s, lock_obj=lock))
+
+def open_storage(storage: str | Path | None):
+    """None -> in memory; '*.journal' / '*.log' / 'journal:PATH' -> journal file; '*.db' -> SQLite; else an RDB URL.
+
+    A journal is opened with :class:`FlockLock`; a torn last line (a writer
+    killed mid-write) is cut before the storage reads the file.
+    """
+    if storage is None:
+        return None
+    path = _journal_path(storage)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        lock = FlockLock(path)
+        lock.acquire()  # repairs a torn tail before the storage replays the file
+        lock.release()
+        return JournalStorage(JournalFileBackend(path, lock_obj=lock))
+    s = str(storage)
+    if s.endswith(".db") and "://" not in s:
+        Path(s).parent.mkdir(parents=True, exist_ok=True)
+        s = f"sqlite:///{Path(s).resolve()}"
+    try:
+        return optuna.storages.RDBStorage(s, heartbeat_interval=None)
+    except Exception as e:  # bad URL, server down, missing driver
+        raise SpecError(f"storage {storage!r}: cannot open: {e}") from None
 
 
 # ------------------------------------------------------------ signal safety

@@ -28,6 +28,7 @@ from dse.evaluate import evaluate
 from dse.hardware import Chips, chip_from_dict, load_chip, load_chip_dict
 from dse.model import links
 from dse.model import power as pw
+from dse.precision import get_format
 from tests.reference.test_workload_cases import INT4_G128
 from tests.reference_cases import approx, case, expected
 
@@ -58,8 +59,8 @@ def variant(name: str, changes: dict, drop: tuple[str, ...] = ()):
 def qproj(m: int, fmt: str = "bf16", weights: str | None = None, n: int = D, k: int = D):
     """The Q projection Y[M, 4096] = X[M, 4096] W[4096, 4096] as a one-operator workload spec."""
     formats = {"weights": weights or fmt, "activations": fmt, "output": fmt}
-    return W.build({"name": f"q_proj:m={m}:{weights or fmt}", "ops": [{"gemm": {"name": "q_proj", "m": int(m), "n": n, "k": k,
-                                                               "formats": formats}}]})
+    op = {"name": "q_proj", "m": int(m), "n": n, "k": k, "formats": formats}
+    return W.build({"name": f"q_proj:m={m}:{weights or fmt}", "ops": [{"gemm": op}]})
 
 
 def chips_of(*names_or_specs) -> Chips:
@@ -188,13 +189,14 @@ def test_device_decode_bounds(qwen3_8b_decode):
         approx(cid, key, r.t_read_s)  # weights + KV only: the seed's payload
         assert r.bound == "memory"
         # the catalog chip has the bandwidth the seed uses (16.345 GB / its time)
-        assert r.capacity_bytes > 0
         assert chips.memory_bandwidth[r.point] == pytest.approx(nbytes / expected(cid, key), rel=tol)
 
 
 def _qwen3_235b(batch: int, routing: str = "uniform"):
-    # the seed's 4-bit storage scheme (tests/reference/test_workload_cases.py), dequantized to BF16 to multiply
-    formats = W.Formats(weights=INT4_G128, embedding="bf16", router="bf16", compute="bf16")
+    # the seed's 4-bit storage scheme: 4-bit values + a 16-bit scale per 128 on attention and expert matrices,
+    # BF16 embedding, LM head, routers and norms (tests/reference/test_workload_cases.py); multiplied in BF16
+    assert get_format("int4_g128").bits_per_value == INT4_G128.bits_per_value
+    formats = W.Formats(weights="int4_g128", embedding="bf16", router="bf16", compute="bf16")
     return W.decode("qwen3-235b-a22b", batch=batch, context=8192, formats=formats, routing=routing)
 
 
@@ -312,11 +314,10 @@ def test_qwen3_8b_decode_energy(qwen3_8b_decode):
     approx(cid, "per_token_batch32_j", (r32.energy_weights_j + r32.energy_kv_j + r32.energy_compute_j) / 32)
     # the same 16.345 GB from one level at a time: five points, main-memory energy per byte varied
     t = technology.default()
-    node, sram = t.process("n45"), t.process("n45")
-    levels = {"kb_sram": sram.sram_energy_per_byte(8 * 1024), "mb_sram": sram.sram_energy_per_byte(MiB),
+    n45 = t.process("n45")  # the table's 45 nm rows
+    levels = {"kb_sram": n45.sram_energy_per_byte(8 * 1024), "mb_sram": n45.sram_energy_per_byte(MiB),
               "c2c": t.packaging.link_energy, "hbm": t.memory("hbm2").energy_per_byte,
               "lpddr": t.memory("lpddr2").energy_per_byte}
-    assert node is sram
     df = evaluate(_seed_energy_chips(len(levels), **{"energy.memory": list(levels.values())}), qwen3_8b_decode)
     for (level, _), r in zip(levels.items(), df.itertuples()):
         got = r.energy_weights_j + r.energy_kv_j

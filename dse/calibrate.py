@@ -1,0 +1,977 @@
+"""Calibration: fit a chip's four time knobs to measured times (seed 004 §4.8.3).
+
+The evaluator predicts the *bound*: every resource at its ideal rate. Real
+software adds kernel launches, submission, synchronization and runs below the
+peak rate (seed 004 §4.8.3: vLLM eager decode on an RTX PRO 6000 takes 25.83 ms
+where the read bound is 9.12 ms). :class:`dse.hardware.Calibration` carries four
+knobs the evaluator applies (dse.evaluate, per operator, seed 004 §4.8.1)::
+
+    t_matrix / compute_efficiency          compute_efficiency   in (0, 1]
+    bytes / (bandwidth x bandwidth_efficiency)  bandwidth_efficiency in (0, 1]
+    + kernel_overhead per operator launch  (x count)            >= 0
+    + step_overhead per step                                    >= 0
+
+This module fits them to measurements.
+
+Measurements (CSV, one row per measured case; ``#`` lines are comments)::
+
+    chip,workload,variant,measured_time_s,measured_energy_j,n_samples,source
+
+``chip``: a catalog name (``dse catalog``). ``workload``: the CLI short form
+(``qwen3-8b:decode:batch=1:context=8192``) or one GEMM call
+``gemm:m=1:k=4096:n=4096[:batch=B][:count=C][:b=weights|kv|activations][:ROLE=FORMAT...]``
+(ROLE one of weights, activations, output, accumulator, compute). ``variant``:
+a free label of how it was measured (``reuse``/``rotate``), optional.
+``measured_time_s``: the median time of one step (one call for a GEMM), in
+seconds (a bare number) or with a unit (``25.83 ms``). ``measured_energy_j``
+(optional, not fitted: the knobs act on time), ``n_samples`` (optional: how
+many samples the median is over), ``source`` (required: where the number comes
+from). Loading reports every problem at once, each as ``file:line: column
+'name': expected ..., got ...``.
+
+Fit: least squares on *relative* residuals ``r = (predicted - measured) /
+measured`` (each measurement weighs the same whatever its size), with bounds
+that keep the knobs physical. Predictions always come from
+:func:`dse.evaluate.evaluate_arrays` (the one evaluator), so a written chip
+evaluates to exactly the fitted predictions. Solver: a projected
+Levenberg-Marquardt in transformed coordinates (log of each fraction, each
+overhead in units of the shortest measurement), a finite-difference Jacobian
+from one vectorized evaluator call per workload, several starts
+(fractions 1, 0.3, 0.05) run together; numpy only.
+
+Honesty rules:
+
+* The unconstrained optimum (fractions in (0, inf), overheads of any sign) is
+  fitted too. Where the bounded fit sits on a bound that the data pushes
+  against, the bound is *active*: it is reported with the value the knob
+  wanted; ``strict=True`` refuses with a DseError naming the knob and value.
+* Fewer measurements than free knobs, or measurements that do not separate
+  them (e.g. every step launches the same number of kernels, so kernel and
+  step overhead cannot be told apart), are refused with the knobs named and
+  a ``--fix knob=value`` suggestion.
+* Leave-one-out: each measurement is predicted by a refit without it, so the
+  residuals (a fit) are shown next to errors of predictions.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dse.errors import DseError, SpecError, did_you_mean, unknown_name
+
+__all__ = [
+    "KNOBS",
+    "IDEAL",
+    "COLUMNS",
+    "Measurement",
+    "RowFit",
+    "BoundNote",
+    "CalibrationFit",
+    "parse_measured_workload",
+    "load_measurements",
+    "parse_fix",
+    "calibrate",
+    "predict",
+    "calibrated_yaml",
+    "write_calibrated_chip",
+]
+
+KNOBS = ("compute_efficiency", "bandwidth_efficiency", "kernel_overhead", "step_overhead")
+FRACTIONS = KNOBS[:2]
+OVERHEADS = KNOBS[2:]
+IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "kernel_overhead": 0.0, "step_overhead": 0.0}
+RESIDUAL_KIND = "relative: (predicted - measured) / measured"
+
+REQUIRED = ("chip", "workload", "measured_time_s", "source")
+OPTIONAL = ("variant", "measured_energy_j", "n_samples")
+COLUMNS = ("chip", "workload", "variant", "measured_time_s", "measured_energy_j", "n_samples", "source")
+
+_FRACTION_FLOOR = 1e-4     # numerical floor of a fraction (log coordinates)
+_FRACTION_CEIL_FREE = 1e4  # the unconstrained fit may go this far above 1
+_COARSE_POINTS = {1: 161, 2: 81, 3: 27, 4: 13}  # coarse grid points per dimension, by number of grid dimensions
+
+
+# ---------------------------------------------------------------- workloads
+
+
+_GEMM_INT_KEYS = ("m", "k", "n", "batch", "count")
+_GEMM_FORMAT_KEYS = ("weights", "activations", "output", "accumulator", "compute")
+_GEMM_KEYS = (*_GEMM_INT_KEYS, "b", *_GEMM_FORMAT_KEYS)
+
+
+def _parse_gemm(text: str):
+    """``gemm:m=1:k=4096:n=4096[:...]`` -> a one-operator Workload named canonically."""
+    from dse.workload import build
+
+    where = f"workload '{text}'"
+    parts = text.strip().split(":")[1:]
+    got: dict[str, object] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise SpecError(f"{where}: part '{part}': expected key=value, e.g. gemm:m=1:k=4096:n=4096")
+        if key not in _GEMM_KEYS:
+            raise SpecError(f"{where}: part '{part}': " + unknown_name("GEMM key", key, _GEMM_KEYS))
+        if key in got:
+            raise SpecError(f"{where}: part '{part}': '{key}' given twice")
+        if key in _GEMM_INT_KEYS:
+            try:
+                got[key] = int(value)
+            except ValueError:
+                raise SpecError(f"{where}: part '{part}': {key} must be an integer, got '{value}'") from None
+            if got[key] < 1:
+                raise SpecError(f"{where}: part '{part}': {key} must be >= 1, got {got[key]}")
+        else:
+            got[key] = value
+    missing = [k for k in ("m", "k", "n") if k not in got]
+    if missing:
+        raise SpecError(f"{where}: missing {', '.join(missing)} (a GEMM needs m, k and n: gemm:m=1:k=4096:n=4096)")
+    name = "gemm:" + ":".join(f"{k}={got[k]}" for k in _GEMM_KEYS if k in got)
+    spec = {k: got[k] for k in _GEMM_INT_KEYS if k in got}
+    if "b" in got:
+        spec["b"] = got["b"]
+    formats = {k: got[k] for k in _GEMM_FORMAT_KEYS if k in got}
+    if formats:
+        spec["formats"] = formats
+    try:
+        return build({"name": name, "ops": [{"gemm": {"name": "gemm", **spec}}]})
+    except SpecError as e:
+        raise SpecError([f"{where}: {p.split(': ', 1)[-1] if p.startswith('<') else p}" for p in e.problems]) from None
+
+
+@functools.lru_cache(maxsize=256)
+def parse_measured_workload(text: str):
+    """A measured case's workload: the CLI short form or ``gemm:m=..:k=..:n=..`` -> Workload.
+
+    Model phases keep dse.workload's canonical name (``qwen3-8b:decode:batch=1:context=8192``);
+    a GEMM is named ``gemm:m=M:k=K:n=N[...]`` with its keys in that order.
+    """
+    from dse.workload import build, parse_workload
+
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"workload: expected 'model:phase:key=value...' or 'gemm:m=..:k=..:n=..', got {text!r}")
+    if text.strip().split(":", 1)[0].strip().lower() == "gemm":
+        return _parse_gemm(text)
+    return build(parse_workload(text))
+
+
+# ---------------------------------------------------------------- measurements
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured case (a row of a measurements CSV); ``chip`` is the catalog name."""
+
+    chip: str
+    workload: str
+    variant: str
+    time_s: float
+    energy_j: float | None
+    n_samples: int | None
+    source: str
+    file: str = "<memory>"
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def label(self) -> str:
+        return self.workload + (f" [{self.variant}]" if self.variant else "")
+
+
+def _parse_time(value: str, dimension: str) -> float:
+    from dse.units import parse_quantity
+
+    try:
+        x = float(value)
+    except ValueError:
+        x = parse_quantity(value, dimension)
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError("must be > 0")
+    return x
+
+
+def load_measurements(path: str | Path) -> list[Measurement]:
+    """Read and validate a measurements CSV (see the module docstring); every problem at once.
+
+    Raises SpecError whose problems read ``file:line: column 'name': expected ..., got ...``;
+    an unknown chip gets a did-you-mean.
+    """
+    from dse.hardware import catalog_names, resolve_name
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such measurements file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the measurements file ({e})") from None
+    problems: list[str] = []
+    header: list[str] | None = None
+    rows: list[Measurement] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = next(csv.reader([line]))
+        if header is None:
+            header = [f.strip() for f in fields]
+            for c in header:
+                if c not in COLUMNS:
+                    problems.append(f"{path}:{lineno}: column '{c}': " + unknown_name("column", c, COLUMNS))
+            dups = sorted({c for c in header if header.count(c) > 1})
+            for c in dups:
+                problems.append(f"{path}:{lineno}: column '{c}' appears twice in the header")
+            for c in REQUIRED:
+                if c not in header:
+                    problems.append(f"{path}:{lineno}: header: missing required column '{c}' "
+                                    f"(expected columns: {', '.join(COLUMNS)})")
+            if problems:
+                raise SpecError(problems)
+            continue
+        if len(fields) != len(header):
+            problems.append(f"{path}:{lineno}: expected {len(header)} fields ({', '.join(header)}), "
+                            f"got {len(fields)}")
+            continue
+        cell = {c: v.strip() for c, v in zip(header, fields)}
+        bad = len(problems)
+
+        def err(col: str, expected: str, got: str) -> None:
+            problems.append(f"{path}:{lineno}: column '{col}': expected {expected}, got {got!r}")
+
+        chip = cell["chip"]
+        if not chip:
+            err("chip", "a catalog chip name (see `dse catalog`)", chip)
+        else:
+            try:
+                chip = resolve_name(chip).stem
+            except SpecError:
+                problems.append(f"{path}:{lineno}: column 'chip': " + unknown_name("chip", chip, catalog_names()))
+        wtext = cell["workload"]
+        try:
+            parse_measured_workload(wtext)
+        except SpecError as e:
+            for p in e.problems:
+                problems.append(f"{path}:{lineno}: column 'workload': {p}")
+        time_s = math.nan
+        try:
+            time_s = _parse_time(cell["measured_time_s"], "time")
+        except (ValueError, SpecError):
+            err("measured_time_s", "a time > 0 in seconds (0.02583) or with a unit ('25.83 ms')",
+                cell["measured_time_s"])
+        energy = None
+        if cell.get("measured_energy_j"):
+            try:
+                energy = _parse_time(cell["measured_energy_j"], "energy")
+            except (ValueError, SpecError):
+                err("measured_energy_j", "an energy > 0 in joules (0.0258) or with a unit ('25.8 mJ'), or empty",
+                    cell["measured_energy_j"])
+        n = None
+        if cell.get("n_samples"):
+            try:
+                n = int(cell["n_samples"])
+                if n < 1:
+                    raise ValueError
+            except ValueError:
+                err("n_samples", "an integer >= 1, or empty", cell["n_samples"])
+        if not cell["source"]:
+            err("source", "where the number comes from (e.g. 'seed 004 §4.8.3'), not empty", cell["source"])
+        if len(problems) == bad:
+            rows.append(Measurement(chip=chip, workload=parse_measured_workload(wtext).name,
+                                    variant=cell.get("variant", ""), time_s=time_s, energy_j=energy, n_samples=n,
+                                    source=cell["source"], file=str(path), line=lineno))
+    if header is None:
+        problems.append(f"{path}:1: empty file: expected a header line ({', '.join(COLUMNS)}) and rows")
+    elif not rows and not problems:
+        problems.append(f"{path}: no measurements after the header")
+    if problems:
+        raise SpecError(problems)
+    return rows
+
+
+def parse_fix(items) -> dict[str, float]:
+    """``['step_overhead=0', 'kernel_overhead=5 us', 'compute_efficiency=0.8']`` -> knob values (SI).
+
+    Fractions are numbers in (0, 1]; overheads are times with a unit ('5 us') or 0.
+    """
+    from dse.units import parse_quantity
+
+    out: dict[str, float] = {}
+    problems = []
+    for item in items or ():
+        key, eq, value = str(item).partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            problems.append(f"--fix {item!r}: expected knob=value, e.g. --fix step_overhead=0")
+            continue
+        if key not in KNOBS:
+            problems.append(f"--fix {item!r}: " + unknown_name("calibration knob", key, KNOBS))
+            continue
+        if key in out:
+            problems.append(f"--fix {item!r}: '{key}' fixed twice")
+            continue
+        try:
+            if key in FRACTIONS:
+                v = float(value)
+                if not 0 < v <= 1:
+                    raise ValueError
+            else:
+                v = 0.0 if value in ("0", "0.0") else parse_quantity(value, "time")
+                if v < 0:
+                    raise ValueError
+        except (ValueError, SpecError):
+            want = "a number in (0, 1]" if key in FRACTIONS else "a time >= 0 with a unit ('5 us') or 0"
+            problems.append(f"--fix {item!r}: {key} must be {want}, got {value!r}")
+            continue
+        out[key] = v
+    if problems:
+        raise SpecError(problems)
+    return out
+
+
+# ---------------------------------------------------------------- the fit
+
+
+@dataclass(frozen=True)
+class RowFit:
+    """One measurement against the ideal bound, the fit, and the leave-one-out prediction."""
+
+    measurement: Measurement
+    bound_s: float
+    predicted_s: float
+    residual: float
+    loo_predicted_s: float | None
+    loo_error: float | None
+    loo_note: str = ""
+
+
+@dataclass(frozen=True)
+class BoundNote:
+    """A physical bound the data pushes against: the knob sits on ``bound`` but wanted ``wanted``."""
+
+    knob: str
+    bound: float
+    wanted: float | None
+
+    def text(self) -> str:
+        return (f"{self.knob} sits on its physical bound {_fmt_knob(self.knob, self.bound)}; "
+                + (f"the unconstrained fit wants {_fmt_knob(self.knob, self.wanted)}"
+                   if self.wanted is not None else "the data pushes it past the bound"))
+
+
+@dataclass(frozen=True)
+class CalibrationFit:
+    """The result of :func:`calibrate`. ``chip`` is the calibrated ChipSpec (its ``calibration`` filled)."""
+
+    chip: object
+    values: dict
+    free: tuple
+    fixed: dict
+    rows: tuple
+    active: tuple
+    unconstrained: dict | None
+    measurements_file: str | None
+    chip_path: str | None
+    residual_kind: str = RESIDUAL_KIND
+    notes: tuple = field(default_factory=tuple)
+
+    @property
+    def residuals(self) -> np.ndarray:
+        return np.array([r.residual for r in self.rows])
+
+    @property
+    def loo_errors(self) -> np.ndarray:
+        return np.array([np.nan if r.loo_error is None else r.loo_error for r in self.rows])
+
+    @property
+    def rms(self) -> float:
+        return float(np.sqrt(np.mean(self.residuals ** 2)))
+
+    @property
+    def max_abs(self) -> float:
+        return float(np.max(np.abs(self.residuals)))
+
+    @property
+    def loo_rms(self) -> float:
+        e = self.loo_errors
+        e = e[np.isfinite(e)]
+        return float(np.sqrt(np.mean(e ** 2))) if e.size else math.nan
+
+    @property
+    def loo_max(self) -> float:
+        e = self.loo_errors
+        e = e[np.isfinite(e)]
+        return float(np.max(np.abs(e))) if e.size else math.nan
+
+    def summary(self) -> str:
+        """One line for a chip file's ``calibration.source``."""
+        where = self.measurements_file or "measurements"
+        fixed = (", fixed " + ", ".join(f"{k}={_fmt_knob(k, v)}" for k, v in self.fixed.items())) if self.fixed else ""
+        act = ("; bound active: " + ", ".join(f"{b.knob} (wanted {_fmt_knob(b.knob, b.wanted)})"
+                                              if b.wanted is not None else b.knob for b in self.active)
+               if self.active else "")
+        return (f"fitted by `dse calibrate` to {where} ({len(self.rows)} measurements of {self.chip.name}; "
+                f"least squares on relative residuals, fractions in (0, 1], overheads >= 0{fixed}); "
+                f"RMS residual {self.rms:.1%}, max {self.max_abs:.1%}; leave-one-out RMS {self.loo_rms:.1%}, "
+                f"max {self.loo_max:.1%}{act}")
+
+
+def _fmt_knob(knob: str, v: float | None) -> str:
+    from dse.units import format_quantity
+
+    if v is None:
+        return "?"
+    if knob in FRACTIONS:
+        return f"{v:.4g}"
+    return format_quantity(v, "time") if v != 0 else "0 s"
+
+
+class _Problem:
+    """Measurements of one chip: knob values (P, 4) -> predicted times (P, n) through the evaluator.
+
+    Coordinates ``z`` over the free knobs: log(fraction); overhead / ``scale`` (the shortest measurement).
+    A subset (leave-one-out) shares its parent's chip view, coordinates and cached evaluations.
+    """
+
+    def __init__(self, base, rows: list[Measurement], free: tuple, fixed: dict, parent: "_Problem | None" = None,
+                 keep: np.ndarray | None = None):
+        from dse.evaluate import op_table
+        from dse.hardware import Chips
+
+        self.base = base
+        self.view = parent.view if parent is not None else Chips.numeric_view(base)
+        self.formats = sorted(base.matrix.flops_per_cycle)
+        self.rows = rows
+        self.free = free
+        self.fixed = fixed
+        names: list[str] = []
+        for m in rows:
+            if m.workload not in names:
+                names.append(m.workload)
+        self.workloads = [parse_measured_workload(n) for n in names]
+        self.idx = np.array([names.index(m.workload) for m in rows])
+        self.meas = np.array([m.time_s for m in rows])
+        self.launches = np.array([float(op_table(parse_measured_workload(m.workload)).count.sum()) for m in rows])
+        self.scale = parent.scale if parent is not None else float(self.meas.min())
+        self.base_theta = np.array([fixed.get(k, IDEAL[k]) for k in KNOBS])
+        self.cols = [KNOBS.index(k) for k in free]
+        self.parent, self.keep = parent, keep
+        self._linear: dict | None = None
+        self._coarse: tuple | None = None
+
+    def subset(self, keep: np.ndarray) -> "_Problem":
+        return _Problem(self.base, [m for m, k in zip(self.rows, keep) if k], self.free, self.fixed, self, keep)
+
+    def times(self, theta: np.ndarray) -> np.ndarray:
+        from dse.evaluate import evaluate_arrays
+        from dse.hardware import Chips
+
+        theta = np.atleast_2d(theta)
+        P = theta.shape[0]
+        arrays = {k: np.full(P, v, dtype=float) for k, v in self.view.items()}
+        for j, k in enumerate(KNOBS):
+            arrays[f"calibration.{k}"] = np.array(theta[:, j], dtype=float)
+        chips = Chips(arrays, self.formats)
+        out = np.empty((P, len(self.workloads)))
+        for i, w in enumerate(self.workloads):
+            out[:, i] = evaluate_arrays(chips, w)["time_s"]
+        return out[:, self.idx]
+
+    def theta(self, z: np.ndarray) -> np.ndarray:
+        z = np.atleast_2d(z)
+        th = np.repeat(self.base_theta[None, :], z.shape[0], axis=0)
+        for j, (k, c) in enumerate(zip(self.free, self.cols)):
+            th[:, c] = np.exp(z[:, j]) if k in FRACTIONS else z[:, j] * self.scale
+        return th
+
+    def z_of(self, values: dict) -> np.ndarray:
+        return np.array([math.log(values[k]) if k in FRACTIONS else values[k] / self.scale for k in self.free])
+
+    def residuals(self, z: np.ndarray) -> np.ndarray:
+        return self.times(self.theta(z)) / self.meas - 1.0
+
+    def linear(self) -> dict[str, np.ndarray]:
+        """Free overheads the predicted time is exactly linear in, with d time / d overhead per row.
+
+        dse.evaluate adds ``kernel_overhead x launches + step_overhead``, so both are linear today; this is
+        checked, not assumed (steps of 1x and 2x, jointly, at two settings of the other knobs), so a
+        different composition (e.g. host launches overlapping device work) is still fitted correctly.
+        """
+        if self.parent is not None:
+            return {k: v[self.keep] for k, v in self.parent.linear().items()}
+        if self._linear is None:
+            s = self.scale
+            cand = [k for k in OVERHEADS if k in self.free]
+            pts = []
+            for f, o in ((1.0, 0.0), (0.3, s)):
+                base = self.base_theta.copy()
+                base[[0, 1]] = f
+                for k in OVERHEADS:
+                    if k in self.free:
+                        base[KNOBS.index(k)] = o
+                for steps in ((0, 0), (1, 0), (2, 0), (0, 1), (0, 2), (1, 1)):
+                    t = base.copy()
+                    for k, st in zip(OVERHEADS, steps):
+                        t[KNOBS.index(k)] += st * s
+                    pts.append(t)
+            T = self.times(np.array(pts)).reshape(2, 6, -1)
+            close = functools.partial(np.allclose, rtol=1e-9, atol=1e-15)
+            slope = {"kernel_overhead": (T[:, 1] - T[:, 0]) / s, "step_overhead": (T[:, 3] - T[:, 0]) / s}
+            ok = {k: close(T[:, 2 + 2 * i], T[:, 0] + 2 * s * slope[k]) and close(slope[k][0], slope[k][1])
+                  for i, k in enumerate(OVERHEADS)}
+            lin = {k: slope[k][0] for k in cand if ok[k]}
+            if len(lin) == 2 and not close(T[:, 5], T[:, 0] + s * (slope["kernel_overhead"] + slope["step_overhead"])):
+                lin.pop("kernel_overhead")
+            self._linear = lin
+        return self._linear
+
+    def grid_dims(self) -> list[int]:
+        """Indices (into ``free``) of the knobs searched on a grid: the fractions and any non-linear overhead."""
+        lin = self.linear()
+        return [j for j, k in enumerate(self.free) if k not in lin]
+
+    def ranges(self, physical: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Search box of the grid dimensions in z: fractions in [1e-4, 1] (or up to 1e4 unconstrained); a
+        non-linear overhead up to 1.5 x the largest measured time per launch (or as far below 0)."""
+        lo, hi = [], []
+        for j in self.grid_dims():
+            k = self.free[j]
+            if k in FRACTIONS:
+                lo.append(math.log(_FRACTION_FLOOR))
+                hi.append(0.0 if physical else math.log(_FRACTION_CEIL_FREE))
+            else:
+                per = self.launches if k == "kernel_overhead" else np.ones_like(self.meas)
+                r = 1.5 * float(np.max(self.meas / per)) / self.scale
+                lo.append(0.0 if physical else -r)
+                hi.append(r)
+        return np.array(lo), np.array(hi)
+
+    def coarse(self) -> tuple[np.ndarray, np.ndarray]:
+        """A grid over the unconstrained box of the grid dimensions, and its times with the linear overheads
+        at 0 (cached; the physical box is a part of it)."""
+        if self.parent is not None:
+            g, T = self.parent.coarse()
+            return g, T[:, self.keep]
+        if self._coarse is None:
+            lo, hi = self.ranges(physical=False)
+            count = _COARSE_POINTS.get(len(lo), 11)
+            axes = [np.linspace(a, b, count) for a, b in zip(lo, hi)]
+            g = np.array(list(itertools.product(*axes)), dtype=float).reshape(-1, len(lo))
+            self._coarse = (g, self.times(self.theta(self.z_grid(g))))
+        return self._coarse
+
+    def z_grid(self, x: np.ndarray) -> np.ndarray:
+        """z with the grid dimensions set to ``x`` (G, d) and the linear overheads at 0."""
+        z = np.zeros((x.shape[0], len(self.free)))
+        z[:, self.grid_dims()] = x
+        return z
+
+
+def _jacobian_central(prob: _Problem, z: np.ndarray) -> np.ndarray:
+    f = len(z)
+    h = 1e-5 * np.maximum(1.0, np.abs(z))
+    pts = np.concatenate([z[None] + np.diag(h), z[None] - np.diag(h)])
+    R = prob.residuals(pts)
+    return ((R[:f] - R[f:]) / (2 * h[:, None])).T  # (n, f)
+
+
+def _identify(prob: _Problem, z: np.ndarray) -> dict:
+    """Which free knobs the measurements determine at ``z``: rank, knobs without effect, entangled groups."""
+    J = _jacobian_central(prob, z)
+    f = J.shape[1]
+    norms = np.linalg.norm(J, axis=0)
+    scale = max(norms.max(), 1e-300)
+    zero = [k for k, nrm in zip(prob.free, norms) if nrm <= 1e-9 * scale or nrm < 1e-12]
+    nz = [j for j, k in enumerate(prob.free) if k not in zero]
+    entangled: list[str] = []
+    rank = 0
+    if nz:
+        Jn = J[:, nz] / norms[nz]
+        s, vt = np.linalg.svd(Jn, compute_uv=True)[1:]
+        tol = 1e-7 * s.max()
+        rank = int((s > tol).sum())
+        if rank < len(nz):
+            null = vt[rank:]  # rows spanning the null space
+            weight = np.abs(null).max(axis=0)
+            entangled = [prob.free[nz[j]] for j in range(len(nz)) if weight[j] > 1e-3]
+    # greedy: keep knobs in KNOBS order while they add rank; the others are the ones to fix
+    keep: list[int] = []
+    for j in range(f):
+        if prob.free[j] in zero:
+            continue
+        cand = keep + [j]
+        Jc = J[:, cand] / norms[cand]
+        sv = np.linalg.svd(Jc, compute_uv=False)
+        if sv.min() > 1e-7 * sv.max():
+            keep = cand
+    to_fix = [prob.free[j] for j in range(f) if j not in keep]
+    return {"rank": rank, "zero": zero, "entangled": entangled, "to_fix": to_fix, "J": J}
+
+
+_ZERO_WHY = {
+    "compute_efficiency": "no measurement is matrix-bound at the fit, so its time does not depend on it",
+    "bandwidth_efficiency": "no measurement is memory-bound at the fit, so its time does not depend on it",
+    "kernel_overhead": "no measured time depends on it",
+    "step_overhead": "no measured time depends on it",
+}
+
+
+def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: bool) -> str:
+    distinct = len(prob.workloads)
+    head = (f"cannot calibrate {chip}: {n} measurement{'s' if n != 1 else ''} ({distinct} distinct "
+            f"workload{'s' if distinct != 1 else ''}) for {len(prob.free)} free knobs "
+            f"({', '.join(prob.free)})")
+    lines = [head + (": fewer measurements than free knobs" if few else
+                     f": they determine only {info['rank']} independent combination"
+                     f"{'s' if info['rank'] != 1 else ''} of the knobs")]
+    for k in info["zero"]:
+        lines.append(f"  {k} cannot be identified: {_ZERO_WHY[k]}")
+    ent = info["entangled"]
+    if ent:
+        why = ""
+        if set(ent) >= {"kernel_overhead", "step_overhead"} and len(set(prob.launches)) == 1:
+            why = (f" (every measured step launches the same number of operators, {int(prob.launches[0])}, "
+                   "so kernel and step overhead cannot be told apart)")
+        lines.append(f"  {', '.join(ent)} cannot be identified separately{why}")
+    fix = list(info["to_fix"])
+    need = len(prob.free) - n if few else 0
+    for k in reversed(prob.free):  # fewer rows than knobs: fix at least that many, the last knobs first
+        if len(fix) >= need:
+            break
+        if k not in fix:
+            fix.append(k)
+    fix = [k for k in KNOBS if k in fix]
+    if fix:
+        lines.append("  fix " + ("it" if len(fix) == 1 else "them") + " with --fix knob=value, e.g. "
+                     + " ".join(f"--fix {k}={'1' if k in FRACTIONS else '0'}" for k in fix)
+                     + " (the ideal value), or add measurements that separate them")
+    return "\n".join(lines)
+
+
+def _resolve_chip(chip):
+    from dse.hardware import ChipSpec, load_chip, resolve_name
+
+    if isinstance(chip, ChipSpec):
+        return chip, None
+    p = Path(str(chip))
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return load_chip(p), str(p)
+    spec = load_chip(str(chip))
+    return spec, str(resolve_name(str(chip)))
+
+
+def predict(chip, measurements) -> np.ndarray:
+    """Predicted step time (s) of each measurement's workload on ``chip`` (a spec, name or file), as the evaluator gives it."""
+    from dse.evaluate import evaluate_arrays
+    from dse.hardware import Chips
+
+    spec, _ = _resolve_chip(chip)
+    chips = Chips.from_specs([spec])
+    return np.array([float(evaluate_arrays(chips, parse_measured_workload(m.workload))["time_s"][0])
+                     for m in measurements])
+
+
+def _select(measurements, spec, variant) -> list[Measurement]:
+    rows = [m for m in measurements if m.chip == spec.name]
+    if not rows:
+        have: dict[str, int] = {}
+        for m in measurements:
+            have[m.chip] = have.get(m.chip, 0) + 1
+        listed = ", ".join(f"{c} ({k} rows)" for c, k in sorted(have.items()))
+        raise SpecError(f"no measurements of chip '{spec.name}'{did_you_mean(spec.name, have)}; "
+                        f"the measurements cover: {listed}")
+    if variant is not None:
+        variants = sorted({m.variant for m in rows})
+        rows = [m for m in rows if m.variant == variant]
+        if not rows:
+            raise SpecError(f"no measurements of {spec.name} with variant '{variant}'"
+                            f"{did_you_mean(variant, variants)}; its variants: {', '.join(variants) or '(none)'}")
+    return rows
+
+
+def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -> list[tuple[np.ndarray, float]]:
+    """Least squares for several row subsets of ``prob`` at once (the fit and its leave-one-out refits).
+
+    Variable projection: the overheads the time is linear in are solved exactly (bounded linear least
+    squares: the best feasible face of the box) for each setting of the other knobs; those (the fractions,
+    and an overhead the time is not linear in) by a coarse grid, then by zooming around the three best grid
+    points and the given extra starts until the step is 1e-6 (in log fraction, or overhead / shortest
+    measurement). The grid is indifferent to the kinks max(matrix, vector, memory) puts in the fractions.
+    One evaluator call per workload and round serves every subset.
+    """
+    lin = prob.linear()
+    gd = prob.grid_dims()
+    ov = [j for j, k in enumerate(prob.free) if k in lin]
+    q, d = len(ov), len(gd)
+    A_all = (np.stack([lin[prob.free[j]] for j in ov], axis=1) * prob.scale / prob.meas[:, None] if q
+             else np.zeros((len(prob.rows), 0)))
+    subsets = ([S for r in range(q + 1) for S in itertools.combinations(range(q), r)] if physical
+               else [tuple(range(q))])
+    pinvs = [{S: np.linalg.pinv(A_all[m][:, list(S)]) for S in subsets if S} for m in masks]
+
+    def inner(T0: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
+        m = masks[i]
+        A = A_all[m]
+        c = T0[:, m] / prob.meas[m] - 1.0
+        best = np.full(c.shape[0], np.inf)
+        best_o = np.zeros((c.shape[0], q))
+        for S in subsets:
+            o = np.zeros((c.shape[0], q))
+            if S:
+                o[:, list(S)] = -(pinvs[i][S] @ c.T).T
+            ok = np.all(o >= 0, axis=1) if physical else np.ones(c.shape[0], dtype=bool)
+            r = c + o @ A.T
+            cost = 0.5 * np.einsum("gi,gi->g", r, r)
+            take = ok & (cost < best)
+            best = np.where(take, cost, best)
+            best_o[take] = o[take]
+        return best, best_o
+
+    def assemble(x: np.ndarray, o: np.ndarray) -> np.ndarray:
+        z = np.zeros(len(prob.free))
+        z[gd] = x
+        z[ov] = o
+        return z
+
+    if d == 0:
+        T0 = prob.times(prob.theta(np.zeros((1, len(prob.free)))))
+        out = []
+        for i in range(len(masks)):
+            cost, o = inner(T0, i)
+            out.append((assemble(np.zeros(0), o[0]), float(cost[0])))
+        return out
+    lo, hi = prob.ranges(physical)
+    g, T0 = prob.coarse()
+    inside = np.all((g >= lo - 1e-12) & (g <= hi + 1e-12), axis=1)
+    g, T0 = g[inside], T0[inside]
+    centers, cur, owner = [], [], []
+    for i in range(len(masks)):
+        cost, _ = inner(T0, i)
+        order = np.argsort(cost, kind="stable")[:3]
+        centers += [g[j] for j in order] + [np.clip(np.asarray(e, dtype=float)[gd], lo, hi) for e in extras[i]]
+        cur += [cost[j] for j in order] + [np.inf] * len(extras[i])
+        owner += [i] * (len(order) + len(extras[i]))
+    centers, cur, owner = np.array(centers), np.array(cur), np.array(owner)
+    per_dim = 9 if d <= 2 else 5
+    offs = np.array(list(itertools.product(np.linspace(-1.0, 1.0, per_dim), repeat=d)))
+    lo_u, hi_u = prob.ranges(physical=False)
+    step = (hi_u - lo_u) / (_COARSE_POINTS.get(d, 11) - 1)
+    while step.max() > 1e-6:
+        pts = np.clip(centers[:, None, :] + step * offs[None], lo, hi)  # (C, K, d)
+        T = prob.times(prob.theta(prob.z_grid(pts.reshape(-1, d)))).reshape(len(centers), len(offs), -1)
+        for i in range(len(masks)):
+            mine = np.flatnonzero(owner == i)
+            c, _ = inner(T[mine].reshape(-1, T.shape[2]), i)
+            c = c.reshape(len(mine), -1)
+            k = np.argmin(c, axis=1)
+            better = c[np.arange(len(mine)), k] < cur[mine]
+            centers[mine[better]] = pts[mine[better], k[better]]
+            cur[mine[better]] = c[better, k[better]]
+        step = step / ((per_dim - 1) / 2)
+    best = [int(np.flatnonzero(owner == i)[np.argmin(cur[owner == i])]) for i in range(len(masks))]
+    T = prob.times(prob.theta(prob.z_grid(centers[best])))
+    out = []
+    for i, b in enumerate(best):
+        cost, o = inner(T[i:i + 1], i)
+        out.append((assemble(centers[b], o[0]), float(cost[0])))
+    return out
+
+
+def _solve(prob: _Problem, physical: bool, extra=()) -> tuple[np.ndarray, float]:
+    """The least-squares knobs in z coordinates: within the physical bounds, or the unconstrained optimum."""
+    return _vp(prob, physical, [np.ones(len(prob.rows), dtype=bool)], [list(extra)])[0]
+
+
+def calibrate(measurements, chip, *, fix: dict | None = None, strict: bool = False, variant: str | None = None,
+              measurements_file: str | None = None, loo: bool = True) -> CalibrationFit:
+    """Fit ``chip``'s calibration knobs to its rows of ``measurements`` (a list or a CSV path).
+
+    ``fix``: knob -> value held fixed (SI). ``variant``: only rows with that
+    variant label. ``strict``: refuse (DseError) when a physical bound is
+    active instead of reporting it. See the module docstring for the method.
+    """
+    from dse.hardware import with_overrides
+
+    if isinstance(measurements, (str, Path)):
+        measurements_file = measurements_file or str(measurements)
+        measurements = load_measurements(measurements)
+    fix = dict(fix or {})
+    for k in fix:
+        if k not in KNOBS:
+            raise SpecError(unknown_name("calibration knob", k, KNOBS))
+    spec, chip_path = _resolve_chip(chip)
+    base = with_overrides(spec, {f"calibration.{k}": (v if k in FRACTIONS else f"{v!r} s")
+                                 for k, v in IDEAL.items()})
+    rows = _select(measurements, spec, variant)
+    free = tuple(k for k in KNOBS if k not in fix)
+    if not free:
+        raise SpecError("every knob is fixed (--fix): nothing to fit")
+    prob = _Problem(base, rows, free, fix)
+    n = len(rows)
+    if n < len(free):
+        info = _identify(prob, prob.z_of({**IDEAL, **fix}))
+        raise SpecError(_not_identified_message(prob, info, spec.name, n, few=True))
+
+    z, _ = _solve(prob, physical=True)
+    info = _identify(prob, z)
+    if info["to_fix"]:
+        raise SpecError(_not_identified_message(prob, info, spec.name, n, few=False))
+    theta = prob.theta(z)[0]
+    values = {k: float(v) for k, v in zip(KNOBS, theta)}
+    # snap to the exact bounds the projection reached
+    for k in FRACTIONS:
+        values[k] = min(values[k], 1.0)
+
+    # unconstrained optimum, and which physical bounds are active
+    zu, _ = _solve(prob, physical=False, extra=[z])
+    unconstrained = {k: float(v) for k, v in zip(KNOBS, prob.theta(zu)[0]) if k in free}
+    active = _active_bounds(prob, z, values, unconstrained)
+    if strict and active:
+        b = active[0]
+        what = ("above its physical bound 1 (a fraction of the peak rate cannot exceed 1)" if b.knob in FRACTIONS
+                else "below its physical bound 0 (an overhead cannot be negative)")
+        wanted = f" = {_fmt_knob(b.knob, b.wanted)}" if b.wanted is not None else " past its bound"
+        others = "".join(f"; also {x.knob}" + (f" = {_fmt_knob(x.knob, x.wanted)}" if x.wanted is not None else "")
+                         for x in active[1:])
+        raise DseError(
+            f"calibration of {spec.name} refused (--strict): the least-squares optimum wants {b.knob}{wanted}, "
+            f"{what}{others}. The model cannot represent these {n} measurements with physical knobs "
+            f"(the clipped fit leaves residuals up to {_max_res(prob, values):.1%}). Drop --strict to accept "
+            f"the clipped fit with the bound reported, or fix the knob with --fix {b.knob}=VALUE.")
+
+    bound_t = prob.times(np.array([[IDEAL[k] for k in KNOBS]]))[0]
+    fit_t = prob.times(np.array([[values[k] for k in KNOBS]]))[0]
+    loo_pred, loo_note = _leave_one_out(prob, z) if loo else ([None] * n, [""] * n)
+    rowfits = []
+    for i, m in enumerate(rows):
+        lp = loo_pred[i]
+        rowfits.append(RowFit(m, float(bound_t[i]), float(fit_t[i]), float(fit_t[i] / m.time_s - 1.0),
+                              lp, None if lp is None else float(lp / m.time_s - 1.0), loo_note[i]))
+    result = CalibrationFit(chip=spec, values=values, free=free, fixed=fix, rows=tuple(rowfits),
+                            active=tuple(active), unconstrained=unconstrained,
+                            measurements_file=measurements_file, chip_path=chip_path)
+    calibrated = with_overrides(spec, {
+        **{f"calibration.{k}": (values[k] if k in FRACTIONS else f"{values[k]!r} s") for k in KNOBS},
+        "calibration.source": result.summary(),
+    })
+    return CalibrationFit(**{**result.__dict__, "chip": calibrated})
+
+
+def _max_res(prob: _Problem, values: dict) -> float:
+    t = prob.times(np.array([[values[k] for k in KNOBS]]))[0]
+    return float(np.max(np.abs(t / prob.meas - 1.0)))
+
+
+def _active_bounds(prob: _Problem, z: np.ndarray, values: dict, unconstrained: dict) -> list[BoundNote]:
+    """Knobs on a physical bound (fraction 1, overhead 0) where stepping past the bound lowers the cost."""
+    out = []
+    r0 = prob.residuals(z)[0]
+    c0 = 0.5 * float(r0 @ r0)
+    for j, k in enumerate(prob.free):
+        on = (k in FRACTIONS and z[j] >= -1e-12) or (k in OVERHEADS and z[j] <= 1e-12)
+        if not on:
+            continue
+        zz = z.copy()
+        zz[j] += 1e-4 if k in FRACTIONS else -1e-4  # a small step past the bound
+        r1 = prob.residuals(zz)[0]
+        c1 = 0.5 * float(r1 @ r1)
+        want = unconstrained.get(k)
+        past = want is not None and ((k in FRACTIONS and want > 1.0 + 1e-4) or
+                                     (k in OVERHEADS and want < -1e-4 * prob.scale))
+        if c1 < c0 * (1 - 1e-9) or past:
+            out.append(BoundNote(k, IDEAL[k], want if past else None))
+    return out
+
+
+def _leave_one_out(prob: _Problem, z: np.ndarray) -> tuple[list, list]:
+    """For each row: refit (physical bounds) without it and predict it; None with a note where that refit is
+    not identifiable."""
+    n = len(prob.rows)
+    preds: list = [None] * n
+    notes: list = [""] * n
+    if n - 1 < len(prob.free):
+        return preds, [f"{n - 1} measurements left for {len(prob.free)} knobs"] * n
+    masks = [np.arange(n) != i for i in range(n)]
+    fits = _vp(prob, True, masks, [[z]] * n)
+    for i, (m, (zi, _)) in enumerate(zip(masks, fits)):
+        info = _identify(prob.subset(m), zi)
+        if info["to_fix"]:
+            notes[i] = "knobs not identifiable without it: " + ", ".join(info["to_fix"])
+            continue
+        th = prob.theta(zi)[0]
+        th[:2] = np.minimum(th[:2], 1.0)
+        preds[i] = float(prob.times(th[None])[0][i])
+    return preds, notes
+
+
+# ---------------------------------------------------------------- writing the chip
+
+
+def calibrated_yaml(fit: CalibrationFit) -> str:
+    """The chip file the fit started from, with its ``calibration:`` section replaced by the fitted one.
+
+    Comments and every other line are kept; values are written at full
+    precision so the file evaluates to exactly the fitted predictions.
+    """
+    import yaml
+
+    path = fit.chip_path
+    if path is None:
+        text = yaml.safe_dump(fit.chip.model_dump(exclude_none=True, exclude={"calibration"}), sort_keys=False)
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    text = _drop_top_level_key(text, "calibration")
+    c = fit.chip.calibration
+    lines = [
+        "",
+        f"# calibration: fitted by `dse calibrate` to {fit.measurements_file or 'measurements'}",
+        f"#   {RESIDUAL_KIND} residuals; RMS {fit.rms:.1%}, max {fit.max_abs:.1%};"
+        f" leave-one-out RMS {fit.loo_rms:.1%}, max {fit.loo_max:.1%}",
+    ]
+    for b in fit.active:
+        lines.append(f"#   bound active: {b.text()}")
+    lines += [
+        "calibration:",
+        f"  compute_efficiency: {c.compute_efficiency!r}",
+        f"  bandwidth_efficiency: {c.bandwidth_efficiency!r}",
+        f"  kernel_overhead: {c.kernel_overhead!r} s   # {_fmt_knob('kernel_overhead', c.kernel_overhead)}",
+        f"  step_overhead: {c.step_overhead!r} s   # {_fmt_knob('step_overhead', c.step_overhead)}",
+        f"  source: {_yaml_str(c.source)}",
+        "",
+    ]
+    return text.rstrip("\n") + "\n" + "\n".join(lines)
+
+
+def _yaml_str(s: str) -> str:
+    import json
+
+    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def _drop_top_level_key(text: str, key: str) -> str:
+    out, skipping = [], False
+    for line in text.splitlines():
+        top = line[:1] not in (" ", "\t", "#", "") and not line.startswith("-")
+        if top:
+            skipping = line.split(":", 1)[0].strip() == key
+        elif skipping and line[:1] == "#":
+            skipping = False  # a comment at column 0 ends the block
+        if not skipping:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def write_calibrated_chip(fit: CalibrationFit, path: str | Path) -> Path:
+    """Write :func:`calibrated_yaml` atomically; the file loads with dse.hardware.load_chip."""
+    from dse.results import atomic_write
+
+    return atomic_write(path, calibrated_yaml(fit))

@@ -1,0 +1,280 @@
+"""What-if: seed 004's device and design comparisons through run_whatif, constraint reporting,
+located errors, the CLI and the written files.
+
+The seed figures (studies/whatif-seed-comparisons.yaml says which quantity each is):
+§4.8.2 "decode read lower bound" = t_read_s, "4K prefill matrix time" = t_matrix_ideal_s;
+§4.7.3 weights in ROM; §4.2.3 Example 4-1. The seed quotes percentages to 0.1 point and the catalog
+clocks are derived to 3-4 digits, so changes are checked to 0.15 percentage points.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from dse.cli import main
+from dse.errors import SpecError
+from dse.whatif import load_proposals, quick_spec, run_whatif
+
+STUDIES = Path(__file__).resolve().parents[1] / "studies"
+SEED = STUDIES / "whatif-seed-comparisons.yaml"
+UPGRADES = STUDIES / "whatif-h100-upgrades.yaml"
+DECODE = "qwen3-8b:decode:batch=1:context=8192"
+PREFILL = "qwen3-8b:prefill:batch=1:tokens=4096"
+DECODE16 = "qwen3-8b:decode:batch=16:context=8192"
+PP = 0.15  # percentage points
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return run_whatif(SEED)
+
+
+@pytest.fixture(scope="module")
+def upgrades():
+    return run_whatif(UPGRADES)
+
+
+# ------------------------------------------------------------------ seed 004 comparisons
+
+
+def test_3090_to_4090(seed):
+    """§4.8.2: read lower bound -7.1 %, 4K prefill matrix time -57.0 %."""
+    assert seed.change("rtx-4090", "t_read_s", DECODE) == pytest.approx(-7.1, abs=PP)
+    assert seed.change("rtx-4090", "t_matrix_ideal_s", PREFILL) == pytest.approx(-57.0, abs=PP)
+
+
+def test_a100_to_h100(seed):
+    """§4.8.2: read -39.1 %, matrix -68.5 %."""
+    assert seed.spec.design("h100").compare_to == "a100"
+    assert seed.change("h100", "t_read_s", DECODE) == pytest.approx(-39.1, abs=PP)
+    assert seed.change("h100", "t_matrix_ideal_s", PREFILL) == pytest.approx(-68.5, abs=PP)
+
+
+def test_h100_to_h200_read_falls_matrix_unchanged(seed):
+    """§4.8.2: "moving further to H200, read time continues to drop while matrix time stays essentially unchanged"."""
+    assert seed.change("h200", "t_read_s", DECODE) < -20.0
+    assert abs(seed.change("h200", "t_matrix_ideal_s", PREFILL)) < 0.1
+
+
+def test_rtx5090_vs_rtx_pro_6000_same_read_time(seed):
+    """§4.6.1/§4.8.2: same bandwidth, same read time; the PRO has more matrix throughput and capacity."""
+    assert seed.spec.design("rtx-pro-6000").compare_to == "rtx-5090"
+    assert seed.ratio("rtx-pro-6000", "t_read_s", DECODE) == pytest.approx(1.0, rel=1e-9)
+    assert seed.change("rtx-pro-6000", "t_matrix_ideal_s", PREFILL) < -50.0
+    assert seed.value("rtx-pro-6000", "capacity_bytes", DECODE) == pytest.approx(3 * 32e9, rel=0.01)
+
+
+def test_weights_in_rom(seed):
+    """§4.7.3: HBM reads W + BK -> BK: read time / 13.5 at B = 1 and / 1.78 at B = 16 (rel_tol 0.01)."""
+    assert 1 / seed.ratio("h100-weights-in-rom", "t_read_s", DECODE) == pytest.approx(13.5, rel=0.01)
+    assert 1 / seed.ratio("h100-weights-in-rom", "t_read_s", DECODE16) == pytest.approx(1.78, rel=0.01)
+    # "HBM reads drop from about 16.3 GB to 1.21 GB": main-memory traffic is the KV (plus activations)
+    assert seed.value("h100", "bytes_memory", DECODE) == pytest.approx(16.3e9, rel=0.01)
+    assert seed.value("h100-weights-in-rom", "bytes_memory", DECODE) == pytest.approx(1.21e9, rel=0.015)
+
+
+def test_attention_block_example_4_1(seed):
+    """Example 4-1: max(1024, 768, 1024) = 1024 -> matrix x2: 1024 -> and exp x2: 768 -> all x2: 512."""
+    att = seed.attention.set_index("design")
+    assert att.at["b200", "matrix_cycles"] == 1024
+    assert att.at["b200", "exp_cycles"] == 1024
+    assert att.at["b200", "smem_cycles"] == 768
+    assert att.at["b200", "interval_cycles"] == 1024
+    assert att.at["b200-matrix-2x", "interval_cycles"] == 1024
+    assert att.at["b200-matrix-2x", "bottleneck"] == "exp"
+    assert att.at["b200-matrix-exp-2x", "interval_cycles"] == 768
+    assert att.at["b200-matrix-exp-2x", "bottleneck"] == "smem"
+    assert att.at["b200-matrix-exp-2x", "speedup"] == pytest.approx(4 / 3)
+    assert att.at["b200-all-2x", "interval_cycles"] == 512
+
+
+# ------------------------------------------------------------------ result structure
+
+
+def test_every_design_and_workload_has_metrics_and_constraints(seed):
+    m = seed.metrics
+    assert len(m) == len(seed.spec.designs) * len(seed.spec.workloads)
+    for name in ("reticle", "hbm_shoreline", "tdp", "power_density", "fits_memory"):
+        assert m[f"con.{name}"].notna().all(), name
+    for col in ("time_s", "tokens_per_s", "energy_per_token_j", "power_w", "sustained_clock_hz", "die_area_mm2",
+                "chip_cost_usd"):
+        assert (m[col] > 0).all(), col
+    assert (m.feasible == m[[c for c in m.columns if c.startswith("con.")]].le(0).all(axis=1)).all()
+
+
+def test_amdahl_decomposition_adds_up(seed, upgrades):
+    for res in (seed, upgrades):
+        for (wl, design), g in res.amdahl.groupby(["workload", "design"]):
+            t_ref = float(g.base_time_s.sum())
+            t_new = float(g.new_time_s.sum())
+            ref = res.spec.design(design).compare_to
+            assert t_ref == pytest.approx(res.value(ref, "time_s", wl), rel=1e-9)
+            assert t_new == pytest.approx(res.value(design, "time_s", wl), rel=1e-9)
+            assert g.fraction.sum() == pytest.approx(1.0, rel=1e-9)
+            amdahl = 1.0 / sum(f / s for f, s in zip(g.fraction, g.speedup) if f > 0)
+            assert amdahl == pytest.approx(t_ref / t_new, rel=1e-9)
+            if abs(t_new - t_ref) > 1e-12:
+                assert g.share_of_change.sum() == pytest.approx(1.0, rel=1e-9)
+
+
+def test_bound_changes_match_the_operator_tables(upgrades):
+    ops = upgrades.operators.set_index(["workload", "design", "op"])
+    assert len(upgrades.bound_changes)  # more bandwidth turns memory-bound prefill operators matrix-bound
+    for _, r in upgrades.bound_changes.iterrows():
+        assert r.before != r.after
+        assert ops.loc[(r.workload, r.compare_to, r.op), "bound"] == r.before
+        assert ops.loc[(r.workload, r.design, r.op), "bound"] == r.after
+
+
+def test_upgrades_answers(upgrades):
+    assert upgrades.change("hbm3e-6-stacks", "time_s", DECODE) < -40  # decode is bandwidth-bound
+    assert upgrades.change("clock-2ghz", "t_matrix_s", PREFILL) < -5
+    assert upgrades.change("fp8-2x", "time_s", PREFILL) == pytest.approx(0.0, abs=1e-9)  # BF16 does not use FP8
+
+
+# ------------------------------------------------------------------ constraints as results
+
+
+def test_900_mm2_die_reports_the_reticle_violation(upgrades):
+    """160 SMs + 52.03 MB L2 on an H100: 900 mm^2, +42 mm^2 over the 858 mm^2 reticle; reported, not raised."""
+    area = upgrades.value("die-900mm2", "die_area_mm2", DECODE)
+    violation = upgrades.value("die-900mm2", "con.reticle", DECODE)
+    assert violation == pytest.approx(area - 858.0, abs=1e-6)
+    assert area == pytest.approx(900.0, abs=0.05)
+    assert violation == pytest.approx(42.0, abs=0.05)
+    assert not upgrades.value("die-900mm2", "feasible", DECODE)
+    assert "reticle" in upgrades.value("die-900mm2", "violations", DECODE)
+    assert upgrades.value("baseline", "con.reticle", DECODE) < 0
+    md = upgrades.to_markdown()
+    assert "+42 mm^2 VIOLATED" in md
+    assert "die-900mm2 on `qwen3-8b:decode:batch=1:context=8192`: reticle" in md
+
+
+def test_constraint_parameters_from_the_file():
+    spec = {"baseline": "h100", "proposals": {"clock-2ghz": {"clock": "2.0 GHz"}}, "workloads": [PREFILL],
+            "constraints": {"tdp": {"max": "300 W"}}}
+    res = run_whatif(spec)
+    assert [t.name for t in res.spec.constraints] == ["tdp"]
+    assert res.value("clock-2ghz", "con.tdp", PREFILL) == pytest.approx(
+        res.value("clock-2ghz", "peak_power_w", PREFILL) - 300.0)
+
+
+# ------------------------------------------------------------------ validation
+
+
+BAD = """\
+name: bad
+baseline: h100
+colour: blue
+proposals:
+  more-stacks: {hbm.stakcs: 6}
+  faster: {clock: 2 GB}
+  bigger: {units: x1.3}
+  other: {chip: h900}
+  rom: {evaluation: {weights_in_rum: true}, compare_to: nowhere}
+workloads:
+  - qwen3-8b:decode:batch=1:context=8192
+  - {model: qwen3-8b, phase: decode, context: 8192, bacth: 2}
+"""
+
+
+def test_bad_file_reports_every_problem_located(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(BAD)
+    with pytest.raises(SpecError) as e:
+        load_proposals(p)
+    problems = e.value.problems
+    text = "\n".join(problems)
+    assert all(m.startswith(f"{p}:") for m in problems), text
+    assert f"{p}:3:1 colour: unknown key" in text
+    assert f"{p}:5:17 proposals.more-stacks.hbm.stakcs" in text and "did you mean 'hbm.stacks'" in text
+    assert "proposals.faster" in text and "frequency" in text
+    assert "proposals.bigger" in text and "171.6" in text  # 132 x 1.3 SMs is not a whole number
+    assert "proposals.other.chip" in text and "h900" in text
+    assert "weights_in_rum" in text and "did you mean 'weights_in_rom'" in text
+    assert "proposals.rom.compare_to" in text and "nowhere" in text
+    assert f"{p}:12" in text and "bacth" in text
+    assert len(problems) >= 8
+
+
+def test_validate_command_knows_whatif_files(tmp_path, capsys):
+    assert main(["validate", str(SEED), str(UPGRADES)]) == 0
+    assert "valid whatif" in capsys.readouterr().out
+    p = tmp_path / "bad.yaml"
+    p.write_text(BAD)
+    assert main(["validate", str(p)]) == 2
+    assert "did you mean 'hbm.stacks'" in capsys.readouterr().err
+
+
+def test_missing_sections_and_self_comparison():
+    with pytest.raises(SpecError) as e:
+        run_whatif({"baseline": "h100", "proposals": {"a": {"clock": "2 GHz", "compare_to": "a"}}})
+    text = str(e.value)
+    assert "missing required key 'workloads'" in text
+    assert "cannot be compared with itself" in text
+
+
+# ------------------------------------------------------------------ CLI and files
+
+
+def test_cli_unknown_set_key_exits_2_with_did_you_mean(capsys):
+    rc = main(["whatif", "--base", "h100", "--set", "hbm.stakcs=6", "--workload", DECODE])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'hbm.stacks'" in err
+    assert "Traceback" not in err
+
+
+def test_cli_user_errors_exit_2(capsys, tmp_path):
+    assert main(["whatif", "--base", "h100", "--set", "hbm.stacks=6"]) == 2  # no workload
+    assert main(["whatif", "--base", "h100", "--set", "clock=2 GB", "--workload", DECODE]) == 2
+    assert main(["whatif", str(SEED), "--base", "h100"]) == 2
+    assert main(["whatif", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["whatif"]) == 2
+    err = capsys.readouterr().err
+    assert "frequency" in err and "no such file" in err
+
+
+def test_cli_quick_question_prints_the_table(capsys):
+    rc = main(["whatif", "--base", "h100", "--set", "hbm.stacks=6", "--set", "clock=2.0 GHz", "--chip", "h200",
+               "--workload", DECODE])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "| metric | baseline (h100-sxm) | hbm.stacks=6, clock=2.0 GHz | Δ vs baseline | h200 |" in out
+    assert "constraint reticle" in out and "Where the time went" in out
+
+
+def test_quick_spec_values_with_units_and_multipliers():
+    spec = quick_spec("h100", ["clock=2.0GHz", "matrix.flops_per_cycle.fp8_e4m3=x2", "hbm.generation=hbm3e"],
+                      [DECODE])
+    chip = spec.proposals[0].chip
+    assert chip.clock == pytest.approx(2.0e9)
+    assert chip.matrix.flops_per_cycle["fp8_e4m3"] == 16384
+    assert chip.hbm.generation == "hbm3e"
+
+
+def test_cli_file_writes_markdown_json_and_png(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["whatif", str(UPGRADES), "--out", str(out)]) == 0
+    md = capsys.readouterr().out
+    assert (out / "whatif.md").read_text() == md
+    data = json.loads((out / "whatif.json").read_text())
+    assert data["name"] == "whatif-h100-upgrades"
+    assert [w["name"] for w in data["workloads"]][0] == DECODE
+    d = data["workloads"][0]["designs"]["die-900mm2"]
+    assert d["feasible"] is False
+    assert d["constraints"]["reticle"]["ok"] is False
+    assert d["constraints"]["reticle"]["value"] == pytest.approx(42.0, abs=0.05)
+    assert math.isfinite(data["workloads"][0]["changes_pct"]["hbm3e-6-stacks"]["time_s"])
+    assert data["workloads"][2]["amdahl"]["hbm3e-6-stacks"]
+    png = (out / "whatif.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cli_file_with_workload_replaced(capsys, tmp_path):
+    assert main(["whatif", str(UPGRADES), "--workload", PREFILL, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"## `{PREFILL}`" in out and f"## `{DECODE}`" not in out
