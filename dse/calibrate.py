@@ -33,11 +33,15 @@ Fit: least squares on *relative* residuals ``r = (predicted - measured) /
 measured`` (each measurement weighs the same whatever its size), with bounds
 that keep the knobs physical. Predictions always come from
 :func:`dse.evaluate.evaluate_arrays` (the one evaluator), so a written chip
-evaluates to exactly the fitted predictions. Solver: a projected
-Levenberg-Marquardt in transformed coordinates (log of each fraction, each
-overhead in units of the shortest measurement), a finite-difference Jacobian
-from one vectorized evaluator call per workload, several starts
-(fractions 1, 0.3, 0.05) run together; numpy only.
+evaluates to exactly the fitted predictions. Solver (numpy only): variable
+projection. The time is linear in the two overheads (checked numerically, not
+assumed), so for any setting of the fractions they follow exactly from a
+bounded linear least squares; the fractions (the model is only piecewise
+smooth in them: max(matrix, vector, memory)) are searched on a coarse log grid
+over [1e-4, 1e4], then by zooming around the best points down to steps of
+1e-6. An overhead the time is not linear in (a different evaluator) joins the
+grid instead. Every grid point of every refit is one column of a vectorized
+evaluator call.
 
 Honesty rules:
 
@@ -922,13 +926,10 @@ def calibrated_yaml(fit: CalibrationFit) -> str:
     Comments and every other line are kept; values are written at full
     precision so the file evaluates to exactly the fitted predictions.
     """
-    import yaml
-
     path = fit.chip_path
     if path is None:
-        text = yaml.safe_dump(fit.chip.model_dump(exclude_none=True, exclude={"calibration"}), sort_keys=False)
-    else:
-        text = Path(path).read_text(encoding="utf-8")
+        raise DseError("writing a calibrated chip needs the chip's YAML file: calibrate a catalog name or a chip file")
+    text = Path(path).read_text(encoding="utf-8")
     text = _drop_top_level_key(text, "calibration")
     c = fit.chip.calibration
     lines = [
@@ -958,11 +959,15 @@ def _yaml_str(s: str) -> str:
 
 
 def _drop_top_level_key(text: str, key: str) -> str:
+    """``text`` without the top-level ``key:`` block (and the comment block a previous calibration wrote above it)."""
     out, skipping = [], False
     for line in text.splitlines():
         top = line[:1] not in (" ", "\t", "#", "") and not line.startswith("-")
         if top:
             skipping = line.split(":", 1)[0].strip() == key
+            if skipping:
+                while out and (out[-1].startswith(("# calibration:", "#   ")) or not out[-1].strip()):
+                    out.pop()
         elif skipping and line[:1] == "#":
             skipping = False  # a comment at column 0 ends the block
         if not skipping:

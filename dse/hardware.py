@@ -431,7 +431,12 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
             cur = flat.get(key)
             if not isinstance(cur, (int, float)) or isinstance(cur, bool):
                 raise SpecError(f"{key}: cannot scale {cur!r} by {value!r}")
-            value = max(1, int(round(cur * factor))) if isinstance(cur, int) else cur * factor
+            value = cur * factor
+            if isinstance(cur, int):
+                if not float(value).is_integer():
+                    raise SpecError(f"{key}: {cur} x {factor:g} = {value:g} is not a whole number of {key}; "
+                                    f"give the count itself (e.g. {key}: {round(value)})")
+                value = int(value)
             flat[key] = value
             continue
         if key == "hbm.generation":
@@ -447,6 +452,8 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
                 flat.setdefault("hbm.layers", int(mem.layers))
                 flat.setdefault("hbm.capacity_per_layer", f"{mem.capacity_per_layer:g} B")
         flat[key] = value
+    if "units" in overrides and "units_physical" not in overrides:
+        flat.pop("units_physical", None)  # other units, other spares: the area model's default rule
     # re-express already-parsed SI floats as strings with canonical units so validation re-parses them
     for k, v in list(flat.items()):
         if k in overrides and not isinstance(v, float):

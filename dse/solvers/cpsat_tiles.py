@@ -101,6 +101,8 @@ TIME_BITS = 24
 BW_BITS = 22
 #: Smallest byte scale: element sizes are multiples of 1/32 byte (MX / NV block scales), so bytes x 32 are integers.
 MIN_BYTE_SCALE = 32
+#: Fixed-point bits of the chord slope of the clock bound in an energy band (see _TileModel.band).
+CHORD_BITS = 30
 _INT_LIMIT = 2**62
 
 
@@ -596,16 +598,33 @@ class _TileModel:
         return energy
 
     def band(self, lo: int, hi: int) -> cp_model.IntVar:
-        """Literal of energy band (lo, hi]: energy in it and time >= rho(lo + 1) x (matrix, vector) time."""
+        """Literal of energy band (lo, hi]: the energy in it, and the band's clock-ratio lower bound on time.
+
+        1 / clock ratio is concave in the energy (a cube root), so on [lo + 1, hi] it lies above its chord:
+        rho(E) >= rho_lo + s (E - lo - 1) with rho_lo = rho(lo + 1), s the chord's slope. With t_matrix at
+        peak clock >= C / U (perfect waves), time >= t_matrix rho >= t_matrix rho_lo + (C / U) s (E - lo - 1):
+        ``(time - chord) x work >= C rho_lo x waves`` with chord = ceil(kappa (E - lo - 1)) - 1, kappa rounded
+        down. Without the chord term the band would only know rho_lo, and a band just above the budget
+        would know nothing.
+        """
         key = (lo, hi)
         if key not in self._bands:
-            m, v = self.model, self.v
+            m, v, d = self.model, self.v, self.d
             energy = self._energy()
-            lit = m.new_bool_var(f"band_{lo}_{hi}[{self.d.op.name}]")
+            if "chord" not in v:  # shared by every band: time - chord, and its product with work
+                self._var("chord", 0, self.t_hi)
+                self._var("time_less_chord", 0, self.t_hi)
+                self._var("time_less_chord_x_work", 0, self.t_hi * self.hi["work"])
+                m.add_multiplication_equality(v["time_less_chord_x_work"], [v["time_less_chord"], v["work"]])
+            lit = m.new_bool_var(f"band_{lo}_{hi}[{d.op.name}]")
             rho = self.rho_at(lo + 1)
             m.add(energy >= lo + 1).only_enforce_if(lit)
             m.add(energy <= hi).only_enforce_if(lit)
-            m.add(v["time_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
+            slope = (self.rho_at(hi) - rho) / max(hi - lo - 1, 1)  # per energy unit
+            kappa = to_int(self.c_float / d.units / self.q * slope * 2**CHORD_BITS, rounding="down")
+            m.add(2**CHORD_BITS * v["chord"] >= kappa * (energy - lo - 1) - 2**CHORD_BITS + 1).only_enforce_if(lit)
+            m.add(v["time_less_chord"] == v["time"] - v["chord"]).only_enforce_if(lit)
+            m.add(v["time_less_chord_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
             if self.c_vector(rho) > 0:
                 m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
             self._bands[key] = lit

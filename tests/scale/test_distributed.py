@@ -1,0 +1,94 @@
+"""Several workers, processes and machines on one study: the stored count is the budget, exactly.
+
+PostgreSQL tests use ``$DSE_TEST_POSTGRES_URL`` (``.ci/run`` starts a local
+server) or a throw-away server started here; without either they are skipped
+with the reason shown (tests/scale/pgserver.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dse.distributed import SharedBudget, storage_kind
+from dse.errors import SpecError
+from dse.study import run_study
+from tests.scale.helpers import (KINDS, NAME, assert_exact, dse_run, finish, small_study, storage_for, stored,
+                                 storage_url)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_four_workers_store_the_budget_exactly(tmp_path, kind):
+    budget = 430  # not a multiple of the batch: the last append is cut to the room left
+    study = small_study(tmp_path, trials=budget, batch=50)
+    storage = storage_for(kind, tmp_path)
+    out = tmp_path / "out"
+    table = run_study(study, workers=4, storage=storage, out=out, write=False)
+    assert len(table) == budget
+    trials = stored(storage, out)
+    assert_exact(trials, budget)
+    # each worker drew its own sequence: a seed index unique in the storage
+    st = SharedBudget(storage_url(storage, out), NAME, budget)
+    assert st.storage.get_study_system_attrs(st.study_id())["dse:next_worker_index"] == 4
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rerun_with_a_larger_budget_tops_up_exactly(tmp_path, kind):
+    study = small_study(tmp_path, trials=150, batch=50)
+    storage = storage_for(kind, tmp_path)
+    out = tmp_path / "out"
+    run_study(study, workers=2, storage=storage, out=out, write=False)
+    table = run_study(study, trials=260, workers=3, storage=storage, out=out, write=False)
+    assert len(table) == 260
+    assert_exact(stored(storage, out), 260)
+    # a full storage: nothing is started, nothing added
+    again = run_study(study, trials=260, workers=4, storage=storage, out=out, write=False)
+    assert len(again) == 260
+    assert_exact(stored(storage, out), 260)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_two_machines_join_one_study_without_overshoot(tmp_path, kind):
+    """Two coordinators (as on two machines) on one storage, each with its own output folder."""
+    budget = 400
+    study = small_study(tmp_path, trials=budget, batch=25)
+    storage = storage_for(kind, tmp_path)
+    a = dse_run(study, "--storage", storage, "--workers", "2", "--out", str(tmp_path / "a"))
+    b = dse_run(study, "--storage", storage, "--workers", "2", "--out", str(tmp_path / "b"))
+    for proc in (a, b):
+        code, out, err = finish(proc)
+        assert code == 0, err[-2000:]
+        assert f"{budget} designs evaluated" in out
+    assert_exact(stored(storage, tmp_path / "a"), budget)
+
+
+def test_single_process_run_on_a_shared_storage_is_guarded(tmp_path):
+    """--storage without --workers also appends through the shared budget (one worker process)."""
+    study = small_study(tmp_path, trials=120, batch=40)
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    table = run_study(study, storage=storage, out=tmp_path / "out", write=False)
+    assert len(table) == 120
+    assert_exact(stored(storage, tmp_path / "out"), 120)
+
+
+def test_worker_errors_reach_the_user(tmp_path):
+    """A worker's own DseError (here: the stored study has other objectives) is the run's error."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = small_study(tmp_path, trials=60, batch=30)
+    run_study(study, workers=2, storage=storage, out=tmp_path / "o1", write=False)
+    other = tmp_path / "other.yaml"
+    other.write_text(study.read_text().replace("objectives: [latency_per_token, energy_per_token, die_area]",
+                                               "objectives: [latency_per_token, die_area]")
+                     .replace("- latency_per_token\n- energy_per_token\n- die_area", "- latency_per_token\n- die_area"))
+    with pytest.raises(SpecError, match="already holds study"):
+        run_study(other, trials=120, workers=2, storage=storage, out=tmp_path / "o2", write=False)
+
+
+def test_storage_kinds():
+    assert storage_kind("results/x/study.journal")[0] == "journal"
+    assert storage_kind("journal:/tmp/anything")[0] == "journal"
+    assert storage_kind("runs/x.db")[0] == "sqlite"
+    assert storage_kind("sqlite:////tmp/x.db") == ("sqlite", "/tmp/x.db")
+    assert storage_kind("postgresql+psycopg2://u:p@h/db")[0] == "postgresql"
+    assert storage_kind("sqlite:///:memory:")[0] == "other"
+    with pytest.raises(SpecError, match="need PostgreSQL"):
+        SharedBudget("mysql://u@h/db", NAME, 10)
