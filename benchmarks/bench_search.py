@@ -102,10 +102,10 @@ def chip_space() -> DesignSpace:
 
 
 def prefill_space() -> DesignSpace:
-    """Compute units, L2 and HBM stacks (clock, buffer: two choices each): 45 x 32 x 8 x 2 x 2 = 46,080 points."""
+    """Compute units, L2 and HBM stacks (clock, buffer: two choices each): 45 x 64 x 8 x 2 x 2 = 92,160 points."""
     return DesignSpace([
         IntParam("units", 16, 192, step=4),
-        IntParam("l2", 4_000_000, 128_000_000, step=4_000_000),
+        IntParam("l2", 2_000_000, 128_000_000, step=2_000_000),
         IntParam("hbm.stacks", 1, 8),
         ChoiceParam("clock", (1.6e9, 2.0e9)),
         ChoiceParam("local_buffer", (228.0 * KIB, 512.0 * KIB)),

@@ -45,10 +45,13 @@ evaluator call.
 
 Honesty rules:
 
-* The unconstrained optimum (fractions in (0, inf), overheads of any sign) is
-  fitted too. Where the bounded fit sits on a bound that the data pushes
-  against, the bound is *active*: it is reported with the value the knob
-  wanted; ``strict=True`` refuses with a DseError naming the knob and value.
+* A knob the bounded fit leaves on a physical bound (a fraction at 1, an
+  overhead at 0) is refitted freed of that bound (fractions up to 1e4,
+  overheads of any sign). If it then leaves the physical range and the fit
+  improves, the bound is *active*: it is reported with the value the knob
+  wants (">= x" where every value past x fits the same), never silently
+  clipped; ``strict=True`` refuses with a DseError naming the knob and value.
+  The fully unconstrained optimum is kept too (``CalibrationFit.unconstrained``).
 * Fewer measurements than free knobs, or measurements that do not separate
   them (e.g. every step launches the same number of kernels, so kernel and
   step overhead cannot be told apart), are refused with the knobs named and
@@ -63,7 +66,7 @@ import csv
 import functools
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +85,8 @@ __all__ = [
     "load_measurements",
     "parse_fix",
     "calibrate",
+    "canonical_workload",
+    "format_knob",
     "predict",
     "calibrated_yaml",
     "write_calibrated_chip",
@@ -91,7 +96,7 @@ KNOBS = ("compute_efficiency", "bandwidth_efficiency", "kernel_overhead", "step_
 FRACTIONS = KNOBS[:2]
 OVERHEADS = KNOBS[2:]
 IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "kernel_overhead": 0.0, "step_overhead": 0.0}
-RESIDUAL_KIND = "relative: (predicted - measured) / measured"
+RESIDUAL_KIND = "relative residuals, (predicted - measured) / measured"
 
 REQUIRED = ("chip", "workload", "measured_time_s", "source")
 OPTIONAL = ("variant", "measured_energy_j", "n_samples")
@@ -151,12 +156,29 @@ def _parse_gemm(text: str):
         raise SpecError([f"{where}: {p.split(': ', 1)[-1] if p.startswith('<') else p}" for p in e.problems]) from None
 
 
+_MODEL_KEY_ORDER = ("batch", "context", "tokens", "cached", "workspace", "routing", "weights", "activations", "kv",
+                    "accumulator", "output", "embedding", "router", "norms", "compute")
+
+
+def canonical_workload(text: str) -> str:
+    """The measured case's workload text in one spelling (validated): keys in a fixed order, so
+    ``qwen3-8b:decode:context=8192:batch=1`` and ``qwen3-8b:decode:batch=1:context=8192`` are one workload.
+    (A built Workload's name leaves out number formats; this text keeps them.)"""
+    w = parse_measured_workload(text)
+    if w.name.startswith("gemm:"):
+        return w.name
+    model, phase, *parts = [p.strip() for p in text.strip().split(":")]
+    kv = dict(p.split("=", 1) for p in parts)
+    kv = {k.strip(): v.strip() for k, v in kv.items()}
+    return ":".join([model.lower(), phase] + [f"{k}={kv[k]}" for k in _MODEL_KEY_ORDER if k in kv])
+
+
 @functools.lru_cache(maxsize=256)
 def parse_measured_workload(text: str):
     """A measured case's workload: the CLI short form or ``gemm:m=..:k=..:n=..`` -> Workload.
 
-    Model phases keep dse.workload's canonical name (``qwen3-8b:decode:batch=1:context=8192``);
-    a GEMM is named ``gemm:m=M:k=K:n=N[...]`` with its keys in that order.
+    Model phases as dse.workload.parse_workload reads them; a GEMM is one
+    operator named ``gemm:m=M:k=K:n=N[...]`` with its keys in that order.
     """
     from dse.workload import build, parse_workload
 
@@ -215,7 +237,7 @@ def load_measurements(path: str | Path) -> list[Measurement]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such measurements file") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -290,7 +312,7 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         if not cell["source"]:
             err("source", "where the number comes from (e.g. 'seed 004 §4.8.3'), not empty", cell["source"])
         if len(problems) == bad:
-            rows.append(Measurement(chip=chip, workload=parse_measured_workload(wtext).name,
+            rows.append(Measurement(chip=chip, workload=canonical_workload(wtext),
                                     variant=cell.get("variant", ""), time_s=time_s, energy_j=energy, n_samples=n,
                                     source=cell["source"], file=str(path), line=lineno))
     if header is None:
@@ -360,16 +382,23 @@ class RowFit:
 
 @dataclass(frozen=True)
 class BoundNote:
-    """A physical bound the data pushes against: the knob sits on ``bound`` but wanted ``wanted``."""
+    """A physical bound the data pushes against: the knob sits on ``bound``; freed alone (the other knobs
+    refitted within their bounds) it would go to ``wanted``. ``edge``: where the cost stops improving, when
+    every value from there to ``wanted`` (and beyond) fits the same (the fit only says "at least this")."""
 
     knob: str
     bound: float
-    wanted: float | None
+    wanted: float
+    edge: float | None = None
+
+    def wants(self) -> str:
+        if self.edge is not None:
+            return f"{'>=' if self.knob in FRACTIONS else '<='} {format_knob(self.knob, self.edge)}"
+        return f"= {format_knob(self.knob, self.wanted)}"
 
     def text(self) -> str:
-        return (f"{self.knob} sits on its physical bound {_fmt_knob(self.knob, self.bound)}; "
-                + (f"the unconstrained fit wants {_fmt_knob(self.knob, self.wanted)}"
-                   if self.wanted is not None else "the data pushes it past the bound"))
+        return (f"{self.knob} sits on its physical bound {format_knob(self.knob, self.bound)}; freed, the fit wants "
+                f"{self.knob} {self.wants()}")
 
 
 @dataclass(frozen=True)
@@ -386,7 +415,6 @@ class CalibrationFit:
     measurements_file: str | None
     chip_path: str | None
     residual_kind: str = RESIDUAL_KIND
-    notes: tuple = field(default_factory=tuple)
 
     @property
     def residuals(self) -> np.ndarray:
@@ -419,9 +447,9 @@ class CalibrationFit:
     def summary(self) -> str:
         """One line for a chip file's ``calibration.source``."""
         where = self.measurements_file or "measurements"
-        fixed = (", fixed " + ", ".join(f"{k}={_fmt_knob(k, v)}" for k, v in self.fixed.items())) if self.fixed else ""
-        act = ("; bound active: " + ", ".join(f"{b.knob} (wanted {_fmt_knob(b.knob, b.wanted)})"
-                                              if b.wanted is not None else b.knob for b in self.active)
+        fixed = (", fixed " + ", ".join(f"{k}={format_knob(k, v)}" for k, v in self.fixed.items())
+                 if self.fixed else "")
+        act = ("; bound active: " + ", ".join(f"{b.knob} (wants {b.wants()})" for b in self.active)
                if self.active else "")
         return (f"fitted by `dse calibrate` to {where} ({len(self.rows)} measurements of {self.chip.name}; "
                 f"least squares on relative residuals, fractions in (0, 1], overheads >= 0{fixed}); "
@@ -429,7 +457,8 @@ class CalibrationFit:
                 f"max {self.loo_max:.1%}{act}")
 
 
-def _fmt_knob(knob: str, v: float | None) -> str:
+def format_knob(knob: str, v: float | None) -> str:
+    """A knob value for people: a fraction as a number, an overhead as a time ('16.05 us')."""
     from dse.units import format_quantity
 
     if v is None:
@@ -543,30 +572,30 @@ class _Problem:
         lin = self.linear()
         return [j for j, k in enumerate(self.free) if k not in lin]
 
-    def ranges(self, physical: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Search box of the grid dimensions in z: fractions in [1e-4, 1] (or up to 1e4 unconstrained); a
-        non-linear overhead up to 1.5 x the largest measured time per launch (or as far below 0)."""
+    def ranges(self, unbounded=frozenset()) -> tuple[np.ndarray, np.ndarray]:
+        """Search box of the grid dimensions in z: fractions in [1e-4, 1] (up to 1e4 if ``unbounded``); a
+        non-linear overhead up to 1.5 x the largest measured time per launch (as far below 0 if ``unbounded``)."""
         lo, hi = [], []
         for j in self.grid_dims():
             k = self.free[j]
             if k in FRACTIONS:
                 lo.append(math.log(_FRACTION_FLOOR))
-                hi.append(0.0 if physical else math.log(_FRACTION_CEIL_FREE))
+                hi.append(math.log(_FRACTION_CEIL_FREE) if k in unbounded else 0.0)
             else:
                 per = self.launches if k == "kernel_overhead" else np.ones_like(self.meas)
                 r = 1.5 * float(np.max(self.meas / per)) / self.scale
-                lo.append(0.0 if physical else -r)
+                lo.append(-r if k in unbounded else 0.0)
                 hi.append(r)
         return np.array(lo), np.array(hi)
 
     def coarse(self) -> tuple[np.ndarray, np.ndarray]:
         """A grid over the unconstrained box of the grid dimensions, and its times with the linear overheads
-        at 0 (cached; the physical box is a part of it)."""
+        at 0 (cached; every other box is a part of it)."""
         if self.parent is not None:
             g, T = self.parent.coarse()
             return g, T[:, self.keep]
         if self._coarse is None:
-            lo, hi = self.ranges(physical=False)
+            lo, hi = self.ranges(unbounded=frozenset(self.free))
             count = _COARSE_POINTS.get(len(lo), 11)
             axes = [np.linspace(a, b, count) for a, b in zip(lo, hi)]
             g = np.array(list(itertools.product(*axes)), dtype=float).reshape(-1, len(lo))
@@ -622,8 +651,8 @@ def _identify(prob: _Problem, z: np.ndarray) -> dict:
 
 
 _ZERO_WHY = {
-    "compute_efficiency": "no measurement is matrix-bound at the fit, so its time does not depend on it",
-    "bandwidth_efficiency": "no measurement is memory-bound at the fit, so its time does not depend on it",
+    "compute_efficiency": "no measurement is matrix-bound {where}, so its time does not depend on it",
+    "bandwidth_efficiency": "no measurement is memory-bound {where}, so its time does not depend on it",
     "kernel_overhead": "no measured time depends on it",
     "step_overhead": "no measured time depends on it",
 }
@@ -638,7 +667,8 @@ def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: 
                      f": they determine only {info['rank']} independent combination"
                      f"{'s' if info['rank'] != 1 else ''} of the knobs")]
     for k in info["zero"]:
-        lines.append(f"  {k} cannot be identified: {_ZERO_WHY[k]}")
+        lines.append(f"  {k} cannot be identified: "
+                     + _ZERO_WHY[k].format(where="with the ideal knobs" if few else "at the fit"))
     ent = info["entangled"]
     if ent:
         why = ""
@@ -674,7 +704,7 @@ def _resolve_chip(chip):
 
 
 def predict(chip, measurements) -> np.ndarray:
-    """Predicted step time (s) of each measurement's workload on ``chip`` (a spec, name or file), as the evaluator gives it."""
+    """Predicted step time (s) of each measurement's workload on ``chip`` (a spec, a name or a file)."""
     from dse.evaluate import evaluate_arrays
     from dse.hardware import Chips
 
@@ -702,7 +732,7 @@ def _select(measurements, spec, variant) -> list[Measurement]:
     return rows
 
 
-def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -> list[tuple[np.ndarray, float]]:
+def _vp(prob: _Problem, unbounded: frozenset, masks: list[np.ndarray], extras: list) -> list[tuple[np.ndarray, float]]:
     """Least squares for several row subsets of ``prob`` at once (the fit and its leave-one-out refits).
 
     Variable projection: the overheads the time is linear in are solved exactly (bounded linear least
@@ -710,7 +740,8 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
     and an overhead the time is not linear in) by a coarse grid, then by zooming around the three best grid
     points and the given extra starts until the step is 1e-6 (in log fraction, or overhead / shortest
     measurement). The grid is indifferent to the kinks max(matrix, vector, memory) puts in the fractions.
-    One evaluator call per workload and round serves every subset.
+    One evaluator call per workload and round serves every subset. Knobs in ``unbounded`` may leave their
+    physical range (fractions up to 1e4, overheads below 0).
     """
     lin = prob.linear()
     gd = prob.grid_dims()
@@ -718,8 +749,9 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
     q, d = len(ov), len(gd)
     A_all = (np.stack([lin[prob.free[j]] for j in ov], axis=1) * prob.scale / prob.meas[:, None] if q
              else np.zeros((len(prob.rows), 0)))
-    subsets = ([S for r in range(q + 1) for S in itertools.combinations(range(q), r)] if physical
-               else [tuple(range(q))])
+    always = tuple(i for i, j in enumerate(ov) if prob.free[j] in unbounded)
+    bounded = [i for i in range(q) if i not in always]
+    subsets = [tuple(sorted(always + S)) for r in range(len(bounded) + 1) for S in itertools.combinations(bounded, r)]
     pinvs = [{S: np.linalg.pinv(A_all[m][:, list(S)]) for S in subsets if S} for m in masks]
 
     def inner(T0: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -732,7 +764,7 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
             o = np.zeros((c.shape[0], q))
             if S:
                 o[:, list(S)] = -(pinvs[i][S] @ c.T).T
-            ok = np.all(o >= 0, axis=1) if physical else np.ones(c.shape[0], dtype=bool)
+            ok = np.all(o[:, bounded] >= 0, axis=1)
             r = c + o @ A.T
             cost = 0.5 * np.einsum("gi,gi->g", r, r)
             take = ok & (cost < best)
@@ -753,7 +785,7 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
             cost, o = inner(T0, i)
             out.append((assemble(np.zeros(0), o[0]), float(cost[0])))
         return out
-    lo, hi = prob.ranges(physical)
+    lo, hi = prob.ranges(unbounded)
     g, T0 = prob.coarse()
     inside = np.all((g >= lo - 1e-12) & (g <= hi + 1e-12), axis=1)
     g, T0 = g[inside], T0[inside]
@@ -767,7 +799,7 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
     centers, cur, owner = np.array(centers), np.array(cur), np.array(owner)
     per_dim = 9 if d <= 2 else 5
     offs = np.array(list(itertools.product(np.linspace(-1.0, 1.0, per_dim), repeat=d)))
-    lo_u, hi_u = prob.ranges(physical=False)
+    lo_u, hi_u = prob.ranges(frozenset(prob.free))
     step = (hi_u - lo_u) / (_COARSE_POINTS.get(d, 11) - 1)
     while step.max() > 1e-6:
         pts = np.clip(centers[:, None, :] + step * offs[None], lo, hi)  # (C, K, d)
@@ -790,9 +822,9 @@ def _vp(prob: _Problem, physical: bool, masks: list[np.ndarray], extras: list) -
     return out
 
 
-def _solve(prob: _Problem, physical: bool, extra=()) -> tuple[np.ndarray, float]:
-    """The least-squares knobs in z coordinates: within the physical bounds, or the unconstrained optimum."""
-    return _vp(prob, physical, [np.ones(len(prob.rows), dtype=bool)], [list(extra)])[0]
+def _solve(prob: _Problem, unbounded=frozenset(), extra=()) -> tuple[np.ndarray, float]:
+    """The least-squares knobs in z coordinates, within the physical bounds except for the knobs in ``unbounded``."""
+    return _vp(prob, frozenset(unbounded), [np.ones(len(prob.rows), dtype=bool)], [list(extra)])[0]
 
 
 def calibrate(measurements, chip, *, fix: dict | None = None, strict: bool = False, variant: str | None = None,
@@ -825,29 +857,26 @@ def calibrate(measurements, chip, *, fix: dict | None = None, strict: bool = Fal
         info = _identify(prob, prob.z_of({**IDEAL, **fix}))
         raise SpecError(_not_identified_message(prob, info, spec.name, n, few=True))
 
-    z, _ = _solve(prob, physical=True)
+    z, cost = _solve(prob)
     info = _identify(prob, z)
     if info["to_fix"]:
         raise SpecError(_not_identified_message(prob, info, spec.name, n, few=False))
     theta = prob.theta(z)[0]
     values = {k: float(v) for k, v in zip(KNOBS, theta)}
-    # snap to the exact bounds the projection reached
-    for k in FRACTIONS:
+    for k in FRACTIONS:  # exactly 1 where the search stopped on the bound
         values[k] = min(values[k], 1.0)
 
-    # unconstrained optimum, and which physical bounds are active
-    zu, _ = _solve(prob, physical=False, extra=[z])
+    # the unconstrained optimum, and the physical bounds the data pushes against
+    zu, _ = _solve(prob, unbounded=free, extra=[z])
     unconstrained = {k: float(v) for k, v in zip(KNOBS, prob.theta(zu)[0]) if k in free}
-    active = _active_bounds(prob, z, values, unconstrained)
+    active = _active_bounds(prob, z, cost)
     if strict and active:
         b = active[0]
         what = ("above its physical bound 1 (a fraction of the peak rate cannot exceed 1)" if b.knob in FRACTIONS
                 else "below its physical bound 0 (an overhead cannot be negative)")
-        wanted = f" = {_fmt_knob(b.knob, b.wanted)}" if b.wanted is not None else " past its bound"
-        others = "".join(f"; also {x.knob}" + (f" = {_fmt_knob(x.knob, x.wanted)}" if x.wanted is not None else "")
-                         for x in active[1:])
+        others = "".join(f"; also {x.knob} {x.wants()}" for x in active[1:])
         raise DseError(
-            f"calibration of {spec.name} refused (--strict): the least-squares optimum wants {b.knob}{wanted}, "
+            f"calibration of {spec.name} refused (--strict): the least-squares fit wants {b.knob} {b.wants()}, "
             f"{what}{others}. The model cannot represent these {n} measurements with physical knobs "
             f"(the clipped fit leaves residuals up to {_max_res(prob, values):.1%}). Drop --strict to accept "
             f"the clipped fit with the bound reported, or fix the knob with --fix {b.knob}=VALUE.")
@@ -875,24 +904,29 @@ def _max_res(prob: _Problem, values: dict) -> float:
     return float(np.max(np.abs(t / prob.meas - 1.0)))
 
 
-def _active_bounds(prob: _Problem, z: np.ndarray, values: dict, unconstrained: dict) -> list[BoundNote]:
-    """Knobs on a physical bound (fraction 1, overhead 0) where stepping past the bound lowers the cost."""
+def _active_bounds(prob: _Problem, z: np.ndarray, cost: float) -> list[BoundNote]:
+    """Knobs on a physical bound (fraction 1, overhead 0) that, freed alone, leave it and lower the cost."""
     out = []
-    r0 = prob.residuals(z)[0]
-    c0 = 0.5 * float(r0 @ r0)
     for j, k in enumerate(prob.free):
         on = (k in FRACTIONS and z[j] >= -1e-12) or (k in OVERHEADS and z[j] <= 1e-12)
         if not on:
             continue
-        zz = z.copy()
-        zz[j] += 1e-4 if k in FRACTIONS else -1e-4  # a small step past the bound
-        r1 = prob.residuals(zz)[0]
-        c1 = 0.5 * float(r1 @ r1)
-        want = unconstrained.get(k)
-        past = want is not None and ((k in FRACTIONS and want > 1.0 + 1e-4) or
-                                     (k in OVERHEADS and want < -1e-4 * prob.scale))
-        if c1 < c0 * (1 - 1e-9) or past:
-            out.append(BoundNote(k, IDEAL[k], want if past else None))
+        zk, ck = _solve(prob, unbounded={k}, extra=[z])
+        c = KNOBS.index(k)
+        v = float(prob.theta(zk)[0][c])
+        past = v > 1.0 + 1e-6 if k in FRACTIONS else v < -1e-6 * prob.scale
+        if not past or ck >= cost * (1 - 1e-9):
+            continue
+        # a flat stretch: the first value (from the bound towards v) that reaches the freed cost
+        sweep = np.geomspace(1.0, v, 201) if k in FRACTIONS else np.linspace(0.0, v, 201)
+        zs = np.repeat(zk[None], len(sweep), axis=0)
+        zs[:, j] = np.log(sweep) if k in FRACTIONS else sweep / prob.scale
+        r = prob.residuals(zs)
+        cs = 0.5 * np.einsum("gi,gi->g", r, r)
+        first = int(np.argmax(cs <= ck + 1e-6 * (cost - ck)))
+        edge = float(sweep[first])
+        flat = (edge < v * (1 - 1e-3)) if k in FRACTIONS else (edge > v * (1 - 1e-3))
+        out.append(BoundNote(k, IDEAL[k], v, edge if flat else None))
     return out
 
 
@@ -905,7 +939,7 @@ def _leave_one_out(prob: _Problem, z: np.ndarray) -> tuple[list, list]:
     if n - 1 < len(prob.free):
         return preds, [f"{n - 1} measurements left for {len(prob.free)} knobs"] * n
     masks = [np.arange(n) != i for i in range(n)]
-    fits = _vp(prob, True, masks, [[z]] * n)
+    fits = _vp(prob, frozenset(), masks, [[z]] * n)
     for i, (m, (zi, _)) in enumerate(zip(masks, fits)):
         info = _identify(prob.subset(m), zi)
         if info["to_fix"]:
@@ -935,7 +969,7 @@ def calibrated_yaml(fit: CalibrationFit) -> str:
     lines = [
         "",
         f"# calibration: fitted by `dse calibrate` to {fit.measurements_file or 'measurements'}",
-        f"#   {RESIDUAL_KIND} residuals; RMS {fit.rms:.1%}, max {fit.max_abs:.1%};"
+        f"#   least squares on {RESIDUAL_KIND}; RMS {fit.rms:.1%}, max {fit.max_abs:.1%};"
         f" leave-one-out RMS {fit.loo_rms:.1%}, max {fit.loo_max:.1%}",
     ]
     for b in fit.active:
@@ -944,8 +978,8 @@ def calibrated_yaml(fit: CalibrationFit) -> str:
         "calibration:",
         f"  compute_efficiency: {c.compute_efficiency!r}",
         f"  bandwidth_efficiency: {c.bandwidth_efficiency!r}",
-        f"  kernel_overhead: {c.kernel_overhead!r} s   # {_fmt_knob('kernel_overhead', c.kernel_overhead)}",
-        f"  step_overhead: {c.step_overhead!r} s   # {_fmt_knob('step_overhead', c.step_overhead)}",
+        f"  kernel_overhead: {c.kernel_overhead!r} s   # {format_knob('kernel_overhead', c.kernel_overhead)}",
+        f"  step_overhead: {c.step_overhead!r} s   # {format_knob('step_overhead', c.step_overhead)}",
         f"  source: {_yaml_str(c.source)}",
         "",
     ]

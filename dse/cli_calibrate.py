@@ -20,13 +20,12 @@ def _time(x) -> str:
 
 def report(fit) -> str:
     """The calibration report as text (also used by `dse eval --calibrated MEASUREMENTS.csv`)."""
-    from dse.calibrate import FRACTIONS, KNOBS, RESIDUAL_KIND, _fmt_knob
+    from dse.calibrate import FRACTIONS, KNOBS, RESIDUAL_KIND, format_knob
 
     out = []
     src = fit.measurements_file or "measurements"
     out.append(f"calibrated {fit.chip.name} on {len(fit.rows)} measurements from {src}")
-    out.append(f"least squares on {RESIDUAL_KIND} residuals; physical bounds: "
-               "fractions in (0, 1], overheads >= 0")
+    out.append(f"least squares on {RESIDUAL_KIND}; physical bounds: fractions in (0, 1], overheads >= 0")
     out.append("")
     active = {b.knob: b for b in fit.active}
     out.append(f"{'knob':24s}{'fitted':>14s}  status")
@@ -36,11 +35,9 @@ def report(fit) -> str:
         else:
             status = "fitted"
             if k in active:
-                b = active[k]
-                want = (f"; the unconstrained fit wants {_fmt_knob(k, b.wanted)}" if b.wanted is not None else "")
-                status += f"; BOUND ACTIVE at {_fmt_knob(k, b.bound)}{want}"
+                status += f"; BOUND ACTIVE (freed, the fit wants {k} {active[k].wants()})"
         v = fit.values[k]
-        cell = f"{v:.4g}" if k in FRACTIONS else _fmt_knob(k, v)
+        cell = f"{v:.4g}" if k in FRACTIONS else format_knob(k, v)
         out.append(f"{k:24s}{cell:>14s}  {status}")
     out.append("")
     w = max(34, max(len(r.measurement.workload) for r in fit.rows) + 2)
@@ -53,7 +50,8 @@ def report(fit) -> str:
                    f"{_time(r.predicted_s):>11s}{_pct(r.residual):>10s}{_time(r.loo_predicted_s):>11s}"
                    f"{_pct(r.loo_error):>9s}" + (f"  ({r.loo_note})" if r.loo_note else ""))
     out.append("")
-    out.append(f"fit        (residuals, these measurements set the knobs):      RMS {fit.rms:.1%}, max {fit.max_abs:.1%}")
+    out.append(f"fit        (residuals, these measurements set the knobs):      RMS {fit.rms:.1%}, "
+               f"max {fit.max_abs:.1%}")
     out.append(f"prediction (leave-one-out: each predicted by a fit without it): RMS {fit.loo_rms:.1%}, "
                f"max {fit.loo_max:.1%}")
     if fit.active:

@@ -1,4 +1,9 @@
-"""`dse eval --chip NAME --workload model:phase:key=value...` (argument parsing and printing only)."""
+"""`dse eval --chip NAME --workload model:phase:key=value... [--calibrated FILE]` (argument parsing and printing only).
+
+With ``--calibrated`` (a chip YAML written by `dse calibrate`, or a measurements
+CSV fitted on the spot) the table has two columns: the bound (the chip with
+ideal calibration knobs) and the calibrated chip.
+"""
 
 from __future__ import annotations
 
@@ -16,37 +21,101 @@ _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "time per token"
 
 
 def _eval(args) -> int:
+    from dse.calibrate import parse_measured_workload
     from dse.evaluate import evaluate
     from dse.hardware import Chips, load_chip
-    from dse.workload import build, parse_workload
 
-    chips = [load_chip(c) for c in args.chip]
-    workload = build(parse_workload(args.workload))
+    workload = parse_measured_workload(args.workload)
+    if args.calibrated:
+        chips, labels, notes = _with_calibrated(args, workload)
+    else:
+        chips = [load_chip(c) for c in args.chip]
+        labels, notes = [c.name for c in chips], []
     df = evaluate(Chips.from_specs(chips), workload, breakdown=args.breakdown)
     print(f"workload: {workload.name}")
-    head = f"{'':32s}" + "".join(f"{c.name:>18s}" for c in chips)
+    width = max(18, *(len(x) + 2 for x in labels))
+    head = f"{'':32s}" + "".join(f"{x:>{width}s}" for x in labels)
     print(head)
     for key, label, dim in _SHOWN:
         cells = []
         for v in df[key]:
             if isinstance(v, str):
-                cells.append(f"{v:>18s}")
+                cells.append(f"{v:>{width}s}")
             elif dim:
-                cells.append(f"{format_quantity(float(v), dim):>18s}")
+                cells.append(f"{format_quantity(float(v), dim):>{width}s}")
             else:
-                cells.append(f"{float(v):>18.4g}")
+                cells.append(f"{float(v):>{width}.4g}")
         print(f"{label:32s}" + "".join(cells))
+    if args.calibrated:
+        t = df["time_s"].to_numpy()
+        print(f"{'calibrated / bound time':32s}{'':>{width}s}{t[1] / t[0]:>{width}.4g}")
+        for k in ("compute_efficiency", "bandwidth_efficiency", "kernel_overhead", "step_overhead"):
+            vals = [getattr(c.calibration, k) for c in chips]
+            dim = None if "efficiency" in k else "time"
+            print(f"{k:32s}" + "".join(f"{(format_quantity(v, dim) if dim else f'{v:.4g}'):>{width}s}"
+                                         for v in vals))
+    for line in notes:
+        print(line)
     if args.breakdown:
         ops = df.attrs["operators"]
+        if args.calibrated:
+            ops = ops.assign(chip=[labels[i] for i in ops["point"]])
         cols = ["chip", "op", "count", "t_op_s", "t_matrix_s", "t_memory_s", "t_vector_s", "bound"]
         print()
         print(ops[cols].to_string(index=False))
     return 0
 
 
+def _with_calibrated(args, workload):
+    """[ideal chip, calibrated chip], their column labels, and notes (measured value, fit vs prediction)."""
+    from pathlib import Path
+
+    from dse.calibrate import IDEAL, calibrate, canonical_workload, load_measurements
+    from dse.errors import SpecError
+    from dse.hardware import load_chip, with_overrides
+
+    if len(args.chip) != 1:
+        raise SpecError(f"--calibrated compares one chip with its calibrated self: give exactly one --chip, "
+                        f"got {len(args.chip)}")
+    spec = load_chip(args.chip[0])
+    ideal = with_overrides(spec, {f"calibration.{k}": (v if "efficiency" in k else f"{v!r} s")
+                                  for k, v in IDEAL.items()})
+    path = Path(args.calibrated)
+    notes: list[str] = []
+    if path.suffix.lower() == ".csv":
+        rows = load_measurements(path)
+        fit = calibrate(rows, args.chip[0], measurements_file=str(path))
+        cal = fit.chip
+        notes.append(f"calibrated: fitted now to {len(fit.rows)} measurements in {path} "
+                     f"(fit RMS {fit.rms:.1%}; leave-one-out prediction RMS {fit.loo_rms:.1%}, max {fit.loo_max:.1%})")
+        for b in fit.active:
+            notes.append(f"  bound active: {b.text()}")
+        here = canonical_workload(args.workload)
+        for r in fit.rows:
+            if r.measurement.workload == here:
+                m = r.measurement
+                notes.append(
+                    f"measured ({m.where}{', ' + m.variant if m.variant else ''}): "
+                    f"{format_quantity(m.time_s, 'time')}; this workload is one of the fitted measurements, so the "
+                    f"calibrated time is a fit ({r.residual:+.1%}), not a prediction; without it the fit predicts "
+                    + (f"{format_quantity(r.loo_predicted_s, 'time')} ({r.loo_error:+.1%})"
+                       if r.loo_predicted_s is not None else f"nothing ({r.loo_note})"))
+    else:
+        cal = load_chip(path)
+        if cal.name != spec.name:
+            raise SpecError(f"--calibrated {path}: the file is chip '{cal.name}', not '{spec.name}' (--chip)")
+        if cal.calibration.source:
+            notes.append(f"calibration: {cal.calibration.source}")
+    return [ideal, cal], [f"{spec.name} bound", f"{spec.name} calibrated"], notes
+
+
 def register(sub) -> None:
     e = sub.add_parser("eval", help="evaluate catalog chips on one workload (bound time, energy, capacity)")
     e.add_argument("--chip", action="append", required=True, help="catalog name or chip file (repeatable)")
-    e.add_argument("--workload", required=True, help="e.g. qwen3-8b:decode:batch=1:context=8192")
+    e.add_argument("--workload", required=True,
+                   help="e.g. qwen3-8b:decode:batch=1:context=8192, or one GEMM call gemm:m=1:k=4096:n=4096")
     e.add_argument("--breakdown", action="store_true", help="per-operator table")
+    e.add_argument("--calibrated", metavar="FILE",
+                   help="a calibrated chip YAML (`dse calibrate --out`) or a measurements CSV to fit now: shows the "
+                        "bound (ideal) and the calibrated time side by side")
     e.set_defaults(func=_eval)

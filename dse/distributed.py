@@ -103,32 +103,52 @@ class SharedBudget:
         if self.kind == "other":
             raise SpecError(f"storage {self.url!r}: several workers or machines need PostgreSQL "
                             f"(postgresql+psycopg2://user:pass@host/db), a SQLite file or a journal file")
-        self.storage = open_storage(self.url)
+        self._engine = None
+        with self.lock(key="dse:open-storage"):  # Optuna's first open creates the schema: one process at a time
+            self.storage = open_storage(self.url)
         self._study_id: int | None = None
 
     # -- the storage-wide lock
 
     @contextlib.contextmanager
-    def lock(self):
+    def lock(self, key: str | None = None):
+        """Exclusive across processes and machines, per study (or per ``key``); dies with its holder."""
         if self.kind == "postgresql":
             from sqlalchemy import text
 
-            with self.storage.engine.connect() as conn:
+            with self._pg_engine().connect() as conn:
                 # a transaction-level advisory lock: released at commit, or when the session dies
                 # (a killed worker); a vanished machine's idle transaction is ended by the server
                 conn.execute(text("SET LOCAL idle_in_transaction_session_timeout = '300s'"))
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _advisory_key(self.study_name)})
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _advisory_key(key or self.study_name)})
                 try:
                     yield
                 finally:
                     conn.rollback()
         else:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             with open(f"{self.path}.budget.lock", "a") as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX)
                 try:
                     yield
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _pg_engine(self):
+        """The storage's engine, or before the storage is open a small engine of our own."""
+        storage = getattr(self, "storage", None)
+        if storage is not None:
+            return storage.engine
+        if self._engine is None:
+            import sqlalchemy
+            from sqlalchemy.pool import NullPool
+
+            try:
+                self._engine = sqlalchemy.create_engine(self.url, poolclass=NullPool)
+                self._engine.connect().close()
+            except Exception as e:  # bad URL, server down, missing driver
+                raise SpecError(f"storage {self.url!r}: cannot open: {e}") from None
+        return self._engine
 
     # -- reading
 

@@ -332,7 +332,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
     # fit there, else through memory
     partial = np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
-    bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
+    if tiles is not None:  # (the default split keeps them in L2)
+        bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
     bytes_req = bytes_req + partial
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
@@ -351,10 +352,14 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     # ---- vector unit (softmax, norms, activations)
     vrate = units * c["vfpc"] * clock
     xrate = units * c["xpc"] * clock
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_vector = (np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0)
-                    + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
-    t_vector = np.where(np.isfinite(t_vector), t_vector, np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
+    if (vrate > 0).all() and (xrate > 0).all():  # (0 work / a rate = 0)
+        t_vector = ops.vector_flops / vrate + ops.exps / xrate
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_vector = (np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0)
+                        + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
+        t_vector = np.where(np.isfinite(t_vector), t_vector,
+                            np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
     e_mem = c["e_mem"]
@@ -371,7 +376,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     static, tdp = c["static"], c["tdp"]
     pf_cnt = padded_flops * cnt
     tot_padded = pf_cnt.sum(axis=1, keepdims=True)
-    e_per_flop = np.where(tot_padded > 0, _sum(E_compute_op, cnt)[:, None] / np.maximum(tot_padded, 1.0), 0.0)
+    E_compute = _sum(E_compute_op, cnt)
+    e_per_flop = np.where(tot_padded > 0, E_compute[:, None] / np.maximum(tot_padded, 1.0), 0.0)
     peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
     p_mem_full = pw.memory_power(bw, e_mem)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -379,10 +385,15 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     vs = c["vscale"] > 0.5
     cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(budget, e_per_flop, vs), 1.0)
 
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_matrix = np.where(padded_flops > 0, padded_flops / (rate * cr * ceff * np.where(g, wave_eff, 1.0)), 0.0)
-        t_matrix_ideal = np.where(ops.flops > 0, ops.flops / rate, 0.0)
-    t_matrix = np.where(np.isfinite(t_matrix), t_matrix, np.inf)
+    sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
+    if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
+        t_matrix = padded_flops / sustained
+        t_matrix_ideal = ops.flops / rate
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_matrix = np.where(padded_flops > 0, padded_flops / sustained, 0.0)
+            t_matrix_ideal = np.where(ops.flops > 0, ops.flops / rate, 0.0)
+        t_matrix = np.where(np.isfinite(t_matrix), t_matrix, np.inf)
     t_vector = t_vector / cr
 
     koh = c["koh"]
@@ -392,8 +403,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
 
     step_oh = c["step_oh"][:, 0]
-    time_s = _sum(t_op, cnt) + step_oh
-    E_compute = _sum(E_compute_op, cnt)
+    tw = t_op * cnt
+    time_s = tw.sum(axis=1) + step_oh
     E_mem = _sum(E_mem_op, cnt)
     E_static = static[:, 0] * time_s
     energy = E_compute + E_mem + E_static
@@ -407,7 +418,6 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
-    tw = t_op * cnt
     t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(3)]
     w = info
     tokens, flops = w["tokens"], w["flops"]

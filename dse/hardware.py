@@ -485,7 +485,7 @@ def catalog_names() -> list[str]:
 _ALIASES = {
     "h100": "h100-sxm", "h200": "h200-sxm", "b200": "b200", "a100": "a100-sxm-80gb", "v100": "v100-sxm2",
     "rtx-pro-6000-blackwell": "rtx-pro-6000", "m1-ultra": "apple-m1-ultra", "m3-ultra": "apple-m3-ultra",
-    "m4-max": "apple-m4-max", "groq": "groq-tsp", "wse-3": "cerebras-wse-3", "tpu-v1": "tpu-v1",
+    "m4-max": "apple-m4-max", "m2-max": "apple-m2-max", "groq": "groq-tsp", "wse-3": "cerebras-wse-3", "tpu-v1": "tpu-v1",
 }
 
 

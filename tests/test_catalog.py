@@ -25,7 +25,7 @@ PUBLISHED_FILE = Path(__file__).parent / "data" / "published_chips.yaml"
 CATALOG = [
     "v100-sxm2", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x", "mi355x",
     "rtx-3090", "rtx-4090", "rtx-5090", "rtx-pro-6000", "tpu-v1", "groq-tsp", "cerebras-wse-3",
-    "trainium2", "ascend-910c", "apple-m1-ultra", "apple-m3-ultra", "apple-m4-max",
+    "trainium2", "ascend-910c", "apple-m1-ultra", "apple-m2-max", "apple-m3-ultra", "apple-m4-max",
 ]
 
 # published_chips.yaml names -> catalog names

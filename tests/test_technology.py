@@ -456,7 +456,7 @@ def test_numeric_view_uses_the_tables():
 
 # Physical resources (see processes.yaml calibration note 3): GA100 128 SMs, 48 MB L2, 192 KiB L1/smem,
 # 6 HBM2E PHYs; GH100 144 SMs, 60 MB L2, 256 KiB L1/smem, 6 HBM3 PHYs. Published: 826 and 814 mm^2.
-A100 = dict(units=128, flops_per_cycle={"bf16": 1024, "fp16": 1024, "tf32": 512, "int8": 2048},
+A100 = dict(units=128, flops_per_cycle={"bf16": 2048, "fp16": 2048, "tf32": 1024, "int8": 4096},
             local_buffer_bytes=192 * KiB, l2_bytes=48e6, hbm_stacks=6, memory_generation="hbm2e", process="n7")
 H100 = dict(units=144, flops_per_cycle={"bf16": 4096, "fp16": 4096, "tf32": 2048, "fp8_e4m3": 8192, "int8": 8192},
             local_buffer_bytes=256 * KiB, l2_bytes=60e6, hbm_stacks=6, memory_generation="hbm3", process="n4")
@@ -471,9 +471,11 @@ def test_die_area_calibration(chip, published):
 
 
 def test_die_area_calibration_is_tight():
-    # the note in processes.yaml quotes 845 and 794 mm^2 (+2.3%, -2.4%)
-    assert tech.die_area_estimate(**A100) == pytest.approx(845, abs=1)
-    assert tech.die_area_estimate(**H100) == pytest.approx(794, abs=1)
+    # unit_logic_area at N7 / N5 is fitted to A100 / H100 (processes.yaml calibration note 4; the area model's
+    # sum there counts the enabled L2 plus the disabled slices in the chip's uncore, 825.5 and 814.3 mm^2);
+    # this sum with the physical L2 and the node uncore lands within 0.5% of the published 826 / 814
+    assert tech.die_area_estimate(**A100) == pytest.approx(826, rel=0.005)
+    assert tech.die_area_estimate(**H100) == pytest.approx(814, rel=0.005)
 
 
 def test_tpu_v1_cross_check():
@@ -484,4 +486,5 @@ def test_tpu_v1_cross_check():
 
 def test_die_area_follows_overrides():
     t2 = tech.overridden({"processes": {"n7": {"unit_logic_area": "5 mm^2"}}})
-    assert tech.die_area_estimate(**A100, tech=t2) == pytest.approx(tech.die_area_estimate(**A100) + 128)
+    more = 128 * (5 - tech.process("n7").unit_logic_area)
+    assert tech.die_area_estimate(**A100, tech=t2) == pytest.approx(tech.die_area_estimate(**A100) + more)

@@ -10,22 +10,47 @@ memory technology among the design points.
 Die area (per die; the resources a chip spec gives are per die except the
 HBM stacks, which are per package and split evenly over the dies)::
 
-    unit  = matrix + (local_buffer + accumulator) x scratchpad density + unit logic
-            + (register_file - 256 KiB) x scratchpad density
-            (unit logic, as fitted, holds a 256 KiB register file: see REFERENCE_REGISTER_FILE)
-    matrix = max over formats f of FLOPs/cycle_f x area per FLOP/cycle_f
+    unit   = matrix + (local_buffer + accumulator + register_file) x scratchpad density
+             + unit logic (without the register file)
+    matrix = max over the matrix formats f of FLOPs/cycle_f x area per FLOP/cycle_f
              (lower precisions share the multipliers of one datapath: a BF16/FP8/FP4
              unit at 1 : 2 : 4 throughput is the size of its BF16 part, so the area
-             is the most expensive format's, not the sum; technology.md "Precision scaling")
-    die   = units_physical x unit + L2 x cache density + memory PHYs x PHY area
-            + I/O + uncore [+ SRAM main memory x scratchpad density]
+             is the most expensive format's, not the sum; technology.md "Precision
+             scaling"). A format no faster than the vector unit (vector.flops_per_cycle)
+             runs on the vector lanes (FP32 GEMMs on CUDA cores, an Apple GPU's ALUs,
+             a WSE core's FMAC): its area is unit logic, not matrix datapath.
+    die    = units_physical x unit + L2 x cache density + memory PHYs x PHY area
+             + I/O + uncore [+ SRAM main memory x scratchpad density]
+
+The unit logic is the node's ``unit_logic_area`` less the 256 KiB register
+file that figure holds (it is fitted to SMs with 256 KiB: :data:`REFERENCE_REGISTER_FILE`),
+so a design with another register file changes the area without counting it
+twice.
+
+Overrides: a chip's ``area:`` section (``area.unit_logic``, ``area.uncore``,
+``area.io`` in :class:`dse.hardware.Chips`; NaN or absent where a chip gives
+none) replaces the node's figure for that chip. ``area.unit_logic`` is the
+logic per unit *without* the register file (the register file is still
+counted at scratchpad density). Each override carries its derivation in the
+chip file: consumer SMs, the B200 SM, CDNA CUs and the WSE core are other
+kinds of unit than the datacenter SM the node tables are fitted to, and the
+disabled L2 slices of a die (dark silicon the ``l2`` field, which the
+performance model reads, does not describe) go into ``area.uncore``.
+
+SRAM main memory (Groq, Cerebras) is counted beyond what the units' local
+buffers already hold: a wafer-scale engine's 44 GB *is* its cores' 48 kB of
+local SRAM (seed 001), counted once.
+
+Reticle fields: a die may be stitched across several reticle fields
+(``area.reticle_fields``; Cerebras WSE-3: 84 fields of ~550 mm^2). The die area
+is the whole die; :attr:`PackageArea.reticle_fields` lets the reticle
+constraint check the area per field.
 
 Physical, not enabled, units set the area: a die carries spares for yield
 (A100 enables 108 of 128 SMs, H100 132 of 144, MI355X 32 of 36 CUs per XCD).
-ChipSpec has no physical-unit field, so ``units_physical = units +
+A chip's ``units_physical`` gives the count; where it does not, ``units_physical = units +
 floor(units x spare / (1 - spare))`` with the default spare fraction :data:`DEFAULT_SPARE_FRACTION`
-(0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%) unless the chips carry
-a ``units_physical`` array or the caller passes one.
+(0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%), unless the caller passes one.
 
 Memory PHYs: HBM counts its stack sites (H100: 6 sites, 5 stacks active);
 DRAM counts interfaces = ceil(bandwidth / interface bandwidth) (an RTX 4090's
@@ -56,6 +81,8 @@ per 33 mm edge and 2 per 26 mm edge for an 11 mm stack (packaging.yaml
 
 Interposer: the bounding box of the die complex and the stack rows,
 die-to-stack gap and the interposer margin included (0 when the chip has no HBM).
+A rectangular stack (HBM2/2E, 7.75 x 11.87 mm) turns its long side to the dies
+when the row still fits along the edge, whichever bounding box is smaller.
 """
 
 from __future__ import annotations
@@ -103,9 +130,10 @@ REFERENCE_REGISTER_FILE = 256 * 1024
 """Register file per unit already inside ``unit_logic_area`` (bytes).
 
 processes.yaml defines unit_logic_area to include the register file and fits it
-to A100 and H100 SMs (256 KiB each; calibration note 4). The area model adds
-only the difference (register_file - 256 KiB) x scratchpad density, so a design
-that changes the register file changes the area without counting it twice.
+to A100 and H100 SMs (256 KiB each; calibration note 4). The area model takes
+this much (at scratchpad density) out of the node figure and counts each unit's
+own register_file instead, so a design that changes the register file changes
+the area without counting it twice.
 """
 
 LAYOUTS = ("monolithic", "side_by_side", "base_dies")
@@ -219,29 +247,53 @@ def units_physical(units, spare_fraction=DEFAULT_SPARE_FRACTION):
 
 
 def _matrix_area(chips, procs: list, tech=None) -> np.ndarray:
-    """mm^2 of one unit's matrix datapath: max over formats of FLOPs/cycle x area per FLOP/cycle."""
+    """mm^2 of one unit's matrix datapath: max over the matrix formats of FLOPs/cycle x area per FLOP/cycle.
+
+    A format whose rate does not exceed the vector unit's FLOPs/cycle runs on the
+    vector lanes (FP32 GEMMs on a GPU's CUDA cores, an Apple GPU's ALUs, a WSE
+    core's FMAC), whose area is unit logic: it does not size the matrix datapath.
+    """
     n = len(chips)
     out = np.zeros(n)
+    vector = chips.get("vector.flops_per_cycle", 0.0)
     for fmt in chips.formats:
         rate = chips.flops_per_cycle(fmt)
         per = _by_name(procs, lambda p, f=fmt: _process(p, tech).area_per_flop_cycle(f), n)
-        out = np.maximum(out, rate * per)
+        out = np.maximum(out, np.where(rate > vector, rate * per, 0.0))
     return out
+
+
+def _override(chips, key: str, node_value: np.ndarray) -> np.ndarray:
+    """A chip's own ``area.*`` figure where it gives one (finite), else the node's (module doc, "Overrides")."""
+    own = chips.get(key, np.nan)
+    return np.where(np.isfinite(own), own, node_value)
+
+
+def reticle_fields(chips) -> np.ndarray:
+    """Reticle fields each die is stitched across (``area.reticle_fields``; 1 where a chip does not say)."""
+    f = chips.get("area.reticle_fields", 1.0).astype(float).copy()
+    f[~np.isfinite(f)] = 1.0
+    if np.any(f < 1):
+        raise SpecError("area.reticle_fields must be >= 1 (a die covers at least one reticle field)")
+    return f
 
 
 def unit_area(chips, process=None, tech=None) -> dict[str, np.ndarray]:
     """Area of one compute unit by part (mm^2, arrays of N): matrix, local, register_file, logic, total.
 
-    ``register_file`` is the difference to the 256 KiB already inside ``logic``
-    (negative for a unit with a smaller register file).
+    ``register_file`` is the unit's whole register file at scratchpad density;
+    ``logic`` is the rest of the unit without it: the chip's ``area.unit_logic``
+    where it gives one, else the node's unit_logic_area less the 256 KiB register
+    file that figure holds (:data:`REFERENCE_REGISTER_FILE`).
     """
     procs = per_point(chips, "process", process)
     n = len(chips)
     scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
-    logic = _by_name(procs, lambda p: _process(p, tech).unit_logic_area, n)
+    node_logic = _by_name(procs, lambda p: _process(p, tech).unit_logic_area, n) - REFERENCE_REGISTER_FILE * scratch
+    logic = _override(chips, "area.unit_logic", node_logic)
     matrix = _matrix_area(chips, procs, tech)
     local = (chips.get("local_buffer") + chips.get("accumulator")) * scratch
-    rf = (chips.get("register_file") - REFERENCE_REGISTER_FILE) * scratch
+    rf = chips.get("register_file") * scratch
     return {"matrix": matrix, "local": local, "register_file": rf, "logic": logic,
             "total": matrix + local + rf + logic}
 
@@ -272,7 +324,7 @@ def stacks_per_edge(edge_mm, stack_edge_mm):
 class PackageArea:
     """Area and packaging of N design points (arrays of N; mm and mm^2)."""
 
-    die_area_mm2: np.ndarray            # one compute die
+    die_area_mm2: np.ndarray            # one compute die (all its reticle fields)
     dies: np.ndarray
     total_silicon_area_mm2: np.ndarray  # compute dies + base dies
     base_area_mm2: np.ndarray           # base-die complex (0 unless layout base_dies)
@@ -284,6 +336,11 @@ class PackageArea:
     interposer_area_mm2: np.ndarray     # 0 without HBM
     layout: tuple[str, ...]
     parts: dict[str, np.ndarray] = field(default_factory=dict)  # per-die area by part
+    reticle_fields: np.ndarray | None = None  # fields each die is stitched across (1: an ordinary die)
+
+    def __post_init__(self):
+        if self.reticle_fields is None:
+            object.__setattr__(self, "reticle_fields", np.ones_like(self.die_area_mm2))
 
     def columns(self) -> dict[str, np.ndarray]:
         """The per-point columns the study layer adds to the metrics table."""
@@ -293,6 +350,7 @@ class PackageArea:
             "interposer_area_mm2": self.interposer_area_mm2,
             "hbm_shoreline_stacks": self.hbm_shoreline_stacks,
             "hbm_stacks": self.hbm_stacks,
+            "reticle_fields": self.reticle_fields,
         }
 
 
@@ -350,8 +408,9 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     # ---- per-die parts
     cache = _by_name(procs, lambda p: _process(p, tech).sram_area.cache, n)
     scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
-    io = _by_name(procs, lambda p: _process(p, tech).io_area, n)
-    uncore = _by_name(procs, lambda p: _process(p, tech).uncore_area, n)
+    io = _override(chips, "area.io", _by_name(procs, lambda p: _process(p, tech).io_area, n))
+    uncore = _override(chips, "area.uncore", _by_name(procs, lambda p: _process(p, tech).uncore_area, n))
+    fields = reticle_fields(chips)
     phy_area = _by_name(mems, lambda m: _memory(m, tech).phy_area, n)
     phy_area = np.nan_to_num(phy_area)
 
@@ -374,7 +433,9 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         "memory_phy": phys_per_die * phy_area,
         "io": np.where(base, 0.0, io),
         "uncore": uncore,
-        "sram_memory": np.where(is_sram, chips.get("sram.capacity") / dies * scratch, 0.0),
+        # SRAM main memory the units' local buffers do not already hold (a WSE's 44 GB *is* its cores' 48 kB)
+        "sram_memory": np.where(is_sram, np.maximum(chips.get("sram.capacity") / dies
+                                                    - uphys * chips.get("local_buffer"), 0.0) * scratch, 0.0),
     }
     die = parts["units"] + parts["l2"] + parts["memory_phy"] + parts["io"] + parts["uncore"] + parts["sram_memory"]
     long, short = die_outline(die, aspect)
@@ -402,7 +463,13 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     across = np.where(base, b_short, np.where(side, long, short))
     width = np.maximum(along, row_len) + 2.0 * margin
     height = across + 2.0 * (gap + depth) + 2.0 * margin
-    interposer = np.where(stacks > 0, np.nan_to_num(width * height), 0.0)
+    # a row may turn its stacks' long side to the dies when the row still fits along the edge (less depth)
+    turned_fits = per_row * depth <= along + 1e-9
+    height_turned = across + 2.0 * (gap + w_face) + 2.0 * margin
+    turned = np.maximum(along, per_row * depth) + 2.0 * margin
+    area_plain = width * height
+    area_turned = np.where(turned_fits, turned * height_turned, np.inf)
+    interposer = np.where(stacks > 0, np.nan_to_num(np.minimum(area_plain, area_turned)), 0.0)
     return PackageArea(
         die_area_mm2=die,
         dies=dies.copy(),
@@ -416,6 +483,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         interposer_area_mm2=interposer,
         layout=tuple(layouts),
         parts=parts,
+        reticle_fields=fields,
     )
 
 

@@ -32,22 +32,33 @@ Time: exactly the evaluator's per-operator time for these tiles (dse.evaluate.ev
 
 Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract):
 
-* ceilings by ``add_division_equality`` (ceil(x / y) = (x + y - 1) // y), products by
-  ``add_multiplication_equality`` (T work, C_rho waves, c_M c_N, c_M c_N s, (T_M + T_N) c_M c_N, slot x operand
-  bytes, rho^3), the L2 re-read counts by ``add_min_equality``, the partial-sum switch by a reified literal;
-* t_op >= each resource term, as products kept on the left: ``T work >= C_rho waves`` (matrix),
-  ``R T >= TV rho_hat`` (vector), ``BW_q T >= bytes`` (memory), so no quotient is ever rounded;
-* time in an integer unit q = (lower bound of the op's time) / 2^24, bytes x 2^j (exact for element sizes
-  that are multiples of 1/32 byte); one helper, :func:`to_int`, does every float -> int conversion;
-* the power ceiling's cube root: rho_hat in [R, R rho_max] with (rho_hat + 1)^3 >= R^3 e / b (coefficients
-  rounded down) and R C_rho >= C rho_hat - R + 1 — a valid lower bound, exact where the clock does not
-  throttle and within 1/R (R ~ 2^20) where it does. Because the model's time never exceeds the true time,
-  each candidate is checked with the evaluator (the cheapest tile of its (c_M, c_N, s) class, which is
-  never slower): if its true time matches the model's optimum bound the answer is proven; otherwise the class
-  is forbidden (``add_forbidden_assignments``) and the model re-solved. In practice one solve per phase;
-* lexicographic objective by two phases: minimize T; then fix T <= T* (1 + 1e-6) and minimize bytes
-  (clones of one model). The model is solved with 1 worker and a time limit; OPTIMAL and FEASIBLE (limit
-  reached) are accepted, any other status is reported by name in a SolverError.
+* data: :func:`tile_data` reads every constant off the evaluator's op table and chip arrays (padded FLOPs
+  and vector time from one evaluator call, so padding rules stay the evaluator's);
+* ceilings by ``add_division_equality`` (ceil(x / y) = (x + y - 1) // y), backed by the redundant products
+  x <= c y <= x + y - 1; products by ``add_multiplication_equality`` (c_M c_N, tiles x s, time x work,
+  slots x slot bytes, T_M T_K, ...); the L2 re-read counts by ``add_min_equality``; the partial-sum switch
+  by a reified literal;
+* t_op >= each resource term with products kept on the left, so no quotient is rounded:
+  ``time x work >= C waves`` (matrix), ``time >= TV`` (vector), ``BW_q time >= bytes`` (memory);
+* integer units: time in q = (the op's lower-bound time) / 2^24, bytes x 2^j (exact: element sizes are
+  multiples of 1/32 byte), energy in 2^-40 of the op's TDP budget; :func:`to_int` does every float -> int
+  conversion, rounding each constant the way that keeps the model's time a lower bound of the true time
+  (exact to ~1e-7 otherwise);
+* the power ceiling: 1 / clock ratio rho(E) is a cube root of the energy E, which a product formulation
+  handles badly (measured: seconds per solve). So the energy range is split into regimes: A, E within the
+  budget (rho = 1, exact), and B, searched in energy bands (e_lo, e_hi] that carry, under an enforcement
+  literal switched on by an assumption, the bound time >= t_matrix rho(e_lo) + (C / U) x chord slope x
+  (E - e_lo) (rho is concave, so its chord lies below it). B is capped at the energy where even perfect
+  waves could not beat the best time. A band solution is checked with the evaluator, its class recorded and
+  forbidden (``add_forbidden_assignments``), and the band split at its energy until every band is
+  infeasible or its solution meets the band's bound (see :func:`solve_tiles`). On the catalog chips one or
+  two solves per phase; without a TDP (or when no tiling can exceed it) regime A is everything;
+* the cheapest tile of a class (c_M, c_N, s) (smallest T_M, T_N with those counts) is never slower and
+  never moves more bytes than the others, so candidates are evaluated at it;
+* lexicographic objective by two phases on one model: minimize time; then cap time at the fastest
+  x (1 + TIME_RTOL) and minimize bytes. 1 worker, a time limit; each solve tries CP search without the
+  LP relaxation first, then with it (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are accepted; any other
+  status is reported by name in a SolverError. ``status`` 'OPTIMAL' means every solve was proven.
 
 Slots: the evaluator's ``max(t_matrix, t_vector, t_memory)`` assumes loads overlap compute, which needs at
 least a second input slot (double buffering, seed 004 §4.4.2: with one slot, load and compute run in series,
@@ -65,7 +76,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -82,6 +93,7 @@ __all__ = [
     "tile_data",
     "solve_tiles",
     "solve_workload_tiles",
+    "WorkloadTiles",
     "brute_force_tiles",
     "tile_candidates",
     "evaluate_tiles",
@@ -101,6 +113,11 @@ TIME_BITS = 24
 BW_BITS = 22
 #: Smallest byte scale: element sizes are multiples of 1/32 byte (MX / NV block scales), so bytes x 32 are integers.
 MIN_BYTE_SCALE = 32
+#: CP-SAT attempts per solve: (linearization level, deterministic s, wall s); the last gets the rest of the limit.
+#: Level 0 (no LP) proves most instances in a few ms; a few need the LP bound (level 1) and would run for
+#: seconds without it, while level 1 alone has seconds-long tails on others (measured on 400 GEMMs x 5 chips).
+#: A slice ends at its deterministic-time budget (load-independent) or its wall-clock budget, whichever is first.
+SOLVE_PLAN = ((0, 0.05, 0.25), (1, None, None))
 #: Fixed-point bits of the chord slope of the clock bound in an energy band (see _TileModel.band).
 CHORD_BITS = 30
 _INT_LIMIT = 2**62
@@ -115,6 +132,8 @@ def to_int(x: float, unit: float = 1.0, rounding: str = "nearest") -> int:
     ``rounding``: 'nearest', 'down' (floor) or 'up' (ceil). A value a hair from an integer
     (relative 1e-12) is taken as that integer, so exact quantities stay exact whichever way is asked.
     """
+    if rounding not in ("nearest", "down", "up"):
+        raise SpecError(f"to_int: rounding must be 'nearest', 'down' or 'up', got {rounding!r}")
     v = float(x) / float(unit)
     if not math.isfinite(v):
         raise SolverError(f"cannot scale {x!r} / {unit!r} to an integer (not finite)")
@@ -125,10 +144,8 @@ def to_int(x: float, unit: float = 1.0, rounding: str = "nearest") -> int:
         out = int(r)
     elif rounding == "down":
         out = math.floor(v)
-    elif rounding == "up":
-        out = math.ceil(v)
     else:
-        raise SpecError(f"to_int: rounding must be 'nearest', 'down' or 'up', got {rounding!r}")
+        out = math.ceil(v)
     if abs(out) > _INT_LIMIT:
         raise SolverError(f"cannot scale {x!r} / {unit!r} to a CP-SAT integer: {out:.3e} is beyond 2^62")
     return out
@@ -163,8 +180,6 @@ def as_chips(chip) -> Chips:
 @functools.lru_cache(maxsize=4096)
 def _alone(op: Op) -> Workload:
     """The operator as a one-op workload, one count (the evaluator's per-op time is what the solver matches)."""
-    from dataclasses import replace
-
     return Workload(name=f"tile:{op.name}", phase="ops", ops=(replace(op, count=1),))
 
 
@@ -176,10 +191,12 @@ class TileChoice:
     """The tiles of one operator and what they cost (one count of the operator).
 
     ``time_s`` and ``traffic_bytes`` are the evaluator's t_op and off-chip bytes for exactly these
-    tiles; ``model_time_s`` is the CP-SAT model's time (its integer objective scaled back; equal to
-    ``time_s`` within ~1e-7). ``status`` is the CP-SAT status by name ('OPTIMAL': proven; 'FEASIBLE':
-    the time limit stopped a solve) or 'BRUTE_FORCE' for the oracle. ``solve_time_s`` is the whole
-    wall-clock time (model building, every solve, the evaluator checks).
+    tiles; ``model_time_s`` is the CP-SAT model's time for them (its integer objective scaled back; equal
+    to ``time_s`` within ~1e-7 where the clock does not throttle, a lower bound where it does). ``status``
+    is the CP-SAT status by name ('OPTIMAL': proven; 'FEASIBLE': the time limit stopped a solve) or
+    'BRUTE_FORCE' for the oracle. ``solve_time_s`` is the whole wall-clock time (data, model, every solve,
+    the evaluator checks) and ``cpu_time_s`` the process CPU time over the same span (what a loaded
+    machine does not inflate).
     """
 
     op: str
@@ -193,6 +210,7 @@ class TileChoice:
     status: str
     solve_time_s: float
     model_time_s: float = math.nan
+    cpu_time_s: float = math.nan
     clock_ratio: float = 1.0
     working_set_bytes: float = 0.0
     solves: int = 0
@@ -252,6 +270,7 @@ class TileData:
     e_a: float                   # J per c_N (A requests)
     e_b: float                   # J per c_M (B requests)
     e_split: float               # J per extra split (partial sums requested through L2)
+    t_upper: float = math.inf    # s: the evaluator's busy time of a known feasible tiling (bounds the optimum)
 
     @property
     def throttle(self) -> str:
@@ -293,7 +312,7 @@ def tile_data(op: Op, chip) -> TileData:
     w = _alone(op)
     t = op_table(w)
     g = lambda key, default=0.0: float(chips.get(key, default)[0])  # noqa: E731
-    im, inn, ik = int(g("matrix.instruction.m", 16)), int(g("matrix.instruction.n", 16)), int(g("matrix.instruction.k", 16))
+    im, inn, ik = (int(g(f"matrix.instruction.{x}", 16)) for x in "mnk")
     units = int(round(float(chips.total_units[0])))
     m, n, k, batch = int(op.m), int(op.n), int(op.k), int(op.batch)
     clock = g("clock")
@@ -302,9 +321,10 @@ def tile_data(op: Op, chip) -> TileData:
         raise SpecError(f"op {op.name}: chip has no matrix rate for format {t.formats[0]} or any wider one")
     ceff = g("calibration.compute_efficiency", 1.0)
     # padded FLOPs and vector time are tile-independent: read them off the evaluator itself (instruction
-    # padding, orientation, causal tiles), so the model follows any change there
-    ref = evaluate_arrays(chips, w, tiles=(np.array([[im]]), np.array([[inn]]), np.array([[ik]]), np.ones((1, 1))),
-                          breakdown=True)
+    # padding, orientation, causal tiles), so the model follows any change there. The same call evaluates a
+    # few simple tilings (powers of two of the instruction, no split) whose best time bounds the optimum.
+    probe_m, probe_n = (a.ravel() for a in np.meshgrid(_powers(im, m), _powers(inn, n), indexing="ij"))
+    ref = evaluate_tiles(op, chips, probe_m, probe_n, ik, 1, full=True)
     fpad = float(ref["_ops"]["padded_flops"][0, 0])
     tv = float(ref["_ops"]["t_vector"][0, 0] * ref["clock_ratio"][0])  # at peak clock
     vf, ex = float(t.vector_flops[0]), float(t.exps[0])
@@ -327,18 +347,19 @@ def tile_data(op: Op, chip) -> TileData:
     while (s0 - 1) * pbytes <= l2:
         s0 += 1
     bw = g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0)
-    lat, inflight, txn = g("memory_system.latency"), g("memory_system.outstanding"), g("memory_system.transaction", 128.0)
-    if lat > 0 and inflight > 0:
-        bw = min(bw, inflight * txn / lat)
+    lat, inflight = g("memory_system.latency"), g("memory_system.outstanding")
+    if lat > 0 and inflight > 0:  # Little's law (seed 004 §4.3.3)
+        bw = min(bw, inflight * g("memory_system.transaction", 128.0) / lat)
     # power ceiling (seed 004 §4.1.3), one operator: budget b = (TDP - static - P_mem) / peak rate
     tdp = g("tdp", math.inf)
     rate = units * fpc * clock
-    p_mem = float(pw.memory_power(g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0), g("energy.memory")))
+    bw_raw = g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0)
+    p_mem = float(pw.memory_power(bw_raw, g("energy.memory")))
     budget = float(pw.energy_budget_per_flop(tdp, rate, p_mem, g("power.static"))) if math.isfinite(tdp) else math.inf
     e_loc, e_l2 = g("energy.local"), g("energy.l2")
     emax = max(ea, eb)
     qk_max = _ceil_div(k, ik)
-    return TileData(
+    data = TileData(
         op=op, m=m, n=n, k=k, batch=batch, im=im, inn=inn, ik=ik, units=units,
         qm_max=_ceil_div(m, im), qn_max=_ceil_div(n, inn), qk_max=qk_max, split_max=max(1, min(units, qk_max)),
         ea=ea, eb=eb, emax=emax,
@@ -352,16 +373,26 @@ def tile_data(op: Op, chip) -> TileData:
         e_local=e_loc * k * emax * batch,
         e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
     )
+    ok = _fits(data, probe_m, probe_n, ik, SLOTS[0])
+    t_upper = float(np.min(ref["_ops"]["t_op"][ok, 0])) - data.kernel_overhead if ok.any() else math.inf
+    return replace(data, t_upper=t_upper)
+
+
+def _powers(q: int, x: int) -> np.ndarray:
+    """q, 2q, 4q, ... up to the padded extent pad(x, q) (included): probe tile sizes."""
+    top = _pad(x, q)
+    return np.unique(np.minimum([q << i for i in range(0, 16) if (q << i) < 2 * top], top))
 
 
 # ------------------------------------------------------------------ the evaluator on candidate tiles
 
 
-def evaluate_tiles(op: Op, chip, tm, tn, tk, split) -> dict[str, np.ndarray]:
+def evaluate_tiles(op: Op, chip, tm, tn, tk, split, *, full: bool = False) -> dict[str, np.ndarray]:
     """The evaluator on a batch of candidate tiles: per candidate t_op (s), off-chip bytes, clock ratio.
 
     One call to ``evaluate_arrays`` with the chip repeated once per candidate and the operator alone
     (one count). The tile solver checks its answers with this; the brute force is this over the domain.
+    ``full``: return the evaluator's whole output (breakdown included) instead.
     """
     chips = as_chips(chip)
     arrs = [np.atleast_1d(np.asarray(v, dtype=float)) for v in (tm, tn, tk, split)]
@@ -370,6 +401,8 @@ def evaluate_tiles(op: Op, chip, tm, tn, tk, split) -> dict[str, np.ndarray]:
     batch = chips.take(np.zeros(n, dtype=np.int64))
     out = evaluate_arrays(batch, _alone(op), tiles=(tm[:, None], tn[:, None], tk[:, None], split[:, None]),
                           breakdown=True)
+    if full:
+        return out
     ops = out["_ops"]
     return {"time_s": ops["t_op"][:, 0], "traffic_bytes": ops["bytes_memory"][:, 0],
             "clock_ratio": out["clock_ratio"]}
@@ -448,12 +481,14 @@ class _TileModel:
         self.bytes_max = (d.a_mem * ra_max + d.b_mem * rb_max + d.c_mem
                           + (d.partial_bytes * (d.split_max - 1) if d.split_max >= d.partial_split else 0.0))
         rho_max = d.rho_max if d.throttle == "maybe" else 1.0
-        t_ub = max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth)
+        t_ub = min(max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth),
+                   d.t_upper * (1 + 2 * TIME_RTOL))  # the optimum and its ties are no slower than a known tiling
         self.t_hi = to_int(t_ub, self.q, "up") + 4
-        # every tiling takes at least t_lb (perfect waves, each tensor moved once): the objective's floor,
-        # which lets CP-SAT prove an optimum at once when the best tiling reaches it
-        self.t_lo = max(0, to_int(t_lb, self.q, "down") - 8)
+        # the least time the model itself allows (perfect waves, each tensor moved once): the objective's
+        # floor, exactly, so that CP-SAT proves an optimum that reaches it at once instead of searching the gap
         self.bytes_lo = to_int(bytes_min * sb, rounding="down")
+        self.t_lo = max(_ceil_div(self.c_matrix(1.0), d.units), _ceil_div(self.bytes_lo, self.bw_q),
+                        self.c_vector(1.0), 0)
         if d.throttle == "maybe":
             ratio_max = d.e_max / (d.budget * d.padded_flops)
             self.e_bits = min(40, 60 - math.ceil(math.log2(ratio_max)))
@@ -474,6 +509,9 @@ class _TileModel:
 
     # ---- variables (structured names: q_m[op], time[op], ...)
     def _var(self, name: str, lo: int, hi: int) -> cp_model.IntVar:
+        if hi > _INT_LIMIT:
+            raise SolverError(f"tiles of {self.d.op.name}: {name} reaches {hi:.3e}, beyond CP-SAT's 64-bit "
+                              f"integers (a chip of {self.d.units:,} units); use brute_force_tiles")
         var = self.model.new_int_var(int(lo), int(hi), f"{name}[{self.d.op.name}]")
         self.v[name] = var
         self.hi[name] = int(hi)
@@ -513,6 +551,12 @@ class _TileModel:
         m.add_division_equality(v["c_n"], v["t_n"] + (d.n - 1), v["t_n"])
         m.add_division_equality(v["k_steps"], v["t_k"] + (d.k - 1), v["t_k"])
         m.add(v["split"] <= v["k_steps"])
+        # the same ceilings as products, X <= c T <= X + T - 1: redundant, but their propagation bounds c and T
+        # where the division alone leaves CP search to enumerate (a 1-row instruction, T_M in 1..M)
+        for c, t, x in (("c_m", "t_m", d.m), ("c_n", "t_n", d.n), ("k_steps", "t_k", d.k)):
+            ct_ = self._var(f"{c}_x_{t}", x, x - 1 + self.hi[t])
+            m.add_multiplication_equality(ct_, [v[c], v[t]])
+            m.add(ct_ <= v[t] + (x - 1))
         # work items and waves over the units (wave quantization with split-K)
         m.add_multiplication_equality(v["tiles"], [v["c_m"], v["c_n"]])
         m.add_multiplication_equality(v["tiles_split"], [v["tiles"], v["split"]])
@@ -576,6 +620,25 @@ class _TileModel:
         m.add(v["bytes"] == sum(terms))
         m.add(self.bw_q * v["time"] >= v["bytes"])
 
+    def bytes_of(self, cm: int, cn: int, split: int) -> int:
+        """The model's integer bytes (x byte scale) of a class, by the same terms as the constraint."""
+        d, sb = self.d, self.sb
+        ra = min(cn, d.ra_cap) if d.ra_cap else 1
+        rb = min(cm, d.rb_cap) if d.rb_cap else 1
+        out = to_int(d.a_mem * sb) * ra + to_int(d.b_mem * sb) * rb + to_int(d.c_mem * sb)
+        if split >= d.partial_split:
+            out += to_int(d.partial_bytes * sb) * (split - 1)
+        return out
+
+    def time_of(self, cm: int, cn: int, split: int) -> float:
+        """The model's time (s) of a class at the peak clock: its least integer time, scaled back."""
+        d = self.d
+        work = cm * cn * d.batch * split
+        waves = _ceil_div(work, d.units)
+        t = max(_ceil_div(self.c_matrix(1.0) * waves, work), _ceil_div(self.bytes_of(cm, cn, split), self.bw_q),
+                self.c_vector(1.0), self.t_lo)
+        return t * self.q
+
     def _energy(self) -> cp_model.IntVar:
         """energy = (FLOPs + local-buffer bytes + L2 requests) J / energy unit, coefficients rounded down.
 
@@ -621,8 +684,9 @@ class _TileModel:
             m.add(energy >= lo + 1).only_enforce_if(lit)
             m.add(energy <= hi).only_enforce_if(lit)
             slope = (self.rho_at(hi) - rho) / max(hi - lo - 1, 1)  # per energy unit
-            kappa = to_int(self.c_float / d.units / self.q * slope * 2**CHORD_BITS, rounding="down")
-            m.add(2**CHORD_BITS * v["chord"] >= kappa * (energy - lo - 1) - 2**CHORD_BITS + 1).only_enforce_if(lit)
+            bits = min(CHORD_BITS, 61 - self.t_hi.bit_length())  # 2^bits x chord stays below 2^61
+            kappa = to_int(self.c_float / d.units / self.q * slope * 2**bits, rounding="down")
+            m.add(2**bits * v["chord"] >= kappa * (energy - lo - 1) - 2**bits + 1).only_enforce_if(lit)
             m.add(v["time_less_chord"] == v["time"] - v["chord"]).only_enforce_if(lit)
             m.add(v["time_less_chord_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
             if self.c_vector(rho) > 0:
@@ -670,30 +734,52 @@ class _Search:
         self.cost: dict[tuple[int, int, int], tuple[float, float, dict]] = {}
 
     def solve(self, band: tuple[int, int] | None = None):
-        """Solve the model (with one energy band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE."""
-        model = self.t.model
+        """Solve the model (with one energy band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE.
+
+        Tries :data:`SOLVE_PLAN` in order: CP search without the LP relaxation first (fast on almost every
+        instance), then with it (which some instances need to bound the objective), each later attempt
+        hinted with the best solution so far; the last attempt gets what is left of the time limit.
+        """
+        model, v = self.t.model, self.t.v
         model.clear_assumptions()
         lits = ([self.cap] if self.cap is not None else []) + ([self.t.band(*band)] if band is not None else [])
         if lits:
             model.add_assumptions(lits)
-        left = self.limit - (time.perf_counter() - self.start)
-        if left <= 0:
-            raise SolverError(f"tiles of {self.op.name}: the time limit of {self.limit} s ran out after "
-                              f"{self.solves} solves")
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = left
-        solver.parameters.random_seed = int(self.seed)
-        status = solver.solve(model)
-        self.times.append(solver.wall_time)
+        model.clear_hints()
+        name, solver, wall = "UNKNOWN", None, 0.0
+        for i, (level, det_s, wall_s) in enumerate(SOLVE_PLAN):
+            left = self.limit - (time.perf_counter() - self.start)
+            if left <= 0:
+                break
+            last = i == len(SOLVE_PLAN) - 1
+            attempt = cp_model.CpSolver()
+            attempt.parameters.num_workers = 1
+            attempt.parameters.max_time_in_seconds = left if last or wall_s is None else min(left, wall_s)
+            if not last and det_s is not None:
+                attempt.parameters.max_deterministic_time = det_s
+            attempt.parameters.random_seed = int(self.seed)
+            attempt.parameters.linearization_level = level
+            status = status_name(attempt.solve(model))
+            wall += attempt.wall_time
+            if status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"):
+                name, solver = status, attempt
+                break
+            if status == "FEASIBLE" and (solver is None or attempt.objective_value < solver.objective_value):
+                name, solver = status, attempt
+                model.clear_hints()  # the next attempt starts from the best solution so far
+                for var in (v["q_m"], v["q_n"], v["q_k"], v["slots"], v["split"]):
+                    model.add_hint(var, solver.value(var))
+        self.times.append(wall)
         self.solves += 1
-        name = status_name(status)
         self.statuses.append(name)
         if name in ("OPTIMAL", "FEASIBLE"):
             return solver
         if name == "INFEASIBLE":
             return None
-        detail = f": {model.validate()}" if name == "MODEL_INVALID" else " (the time limit ran out before a solution)"
+        if name == "UNKNOWN":
+            raise SolverError(f"tiles of {self.op.name}: the time limit of {self.limit} s ran out after "
+                              f"{self.solves} solves, before CP-SAT found a solution (status UNKNOWN)")
+        detail = f": {model.validate()}" if name == "MODEL_INVALID" else ""
         raise SolverError(f"tiles of {self.op.name}: CP-SAT returned {name}{detail}")
 
     def cls(self, solver) -> tuple[int, int, int]:
@@ -737,7 +823,7 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     Phase 1: minimize time. Phase 2: with time capped at the fastest x (1 + TIME_RTOL), minimize off-chip
     bytes (each solve asks for strictly fewer bytes than the best tie so far).
     """
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     chips = as_chips(chip)
     d = tile_data(op, chips)
     tm_ = _TileModel(d)
@@ -751,9 +837,10 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
         cap = tm_.e_budget * (t_s * d.units / tm_.c_float) ** d.power_exponent
         return tm_.energy_hi if cap >= tm_.energy_hi else to_int(cap, rounding="up")
 
-    def exact(solver, cls, t_c, what):
+    def check_exact(solver, cls, t_c):
+        """Where the model is exact, the evaluator must agree with it (a guard against either side changing)."""
         bound = (solver.best_objective_bound - 1) * q
-        if t_c < bound * (1 - 1e-9) or (what == "time" and t_c > (solver.objective_value + 1) * q * (1 + TIME_RTOL)):
+        if t_c < bound * (1 - 1e-9) or t_c > (solver.objective_value + 1) * q * (1 + TIME_RTOL):
             raise SolverError(f"tiles of {op.name}: the evaluator's time {t_c:.9g} s for class {cls} (c_M, c_N, "
                               f"split) disagrees with the tile model's {solver.objective_value * q:.9g} s where the "
                               f"model is exact; did a formula of dse.evaluate change?")
@@ -765,7 +852,7 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     if solver is not None:
         best_cls = S.cls(solver)
         best_t = S.record(best_cls)[0]
-        exact(solver, best_cls, best_t, "time")
+        check_exact(solver, best_cls, best_t)
     if maybe:
         stack = [(tm_.e_budget, tm_.energy_hi)]
         while stack:
@@ -835,7 +922,8 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     return TileChoice(
         op=op.name, tm=int(rec["tm"]), tn=int(rec["tn"]), tk=int(rec["tk"]), slots=SLOTS[0], split_k=int(final[2]),
         time_s=rec["time_s"], traffic_bytes=rec["traffic_bytes"], status=status,
-        solve_time_s=time.perf_counter() - start, clock_ratio=rec["clock_ratio"],
+        model_time_s=tm_.time_of(*final) + d.kernel_overhead,
+        solve_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu0, clock_ratio=rec["clock_ratio"],
         working_set_bytes=float(_working_set(d, rec["tm"], rec["tn"], rec["tk"], SLOTS[0])), solves=S.solves,
         info={"time_unit_s": q, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
               "classes_checked": len(S.cost), "energy_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
@@ -853,31 +941,39 @@ def _infeasible_message(d: TileData) -> str:
                 f"({what}) > local buffer {d.local_buffer:,.0f} B")
     acc = 4.0 * tm * tn
     if d.accumulator > 0 and acc > d.accumulator:
-        return f"{where}: accumulator_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > accumulator {d.accumulator:,.0f} B"
+        return (f"{where}: accumulator_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > accumulator "
+                f"{d.accumulator:,.0f} B")
     if d.accumulator <= 0 and 0 < d.register_file < acc:
-        return f"{where}: register_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > register file {d.register_file:,.0f} B"
+        return (f"{where}: register_fit: a {tm}x{tn} FP32 accumulator needs {acc:,.0f} B > register file "
+                f"{d.register_file:,.0f} B")
     return f"{where} (CP-SAT proved the tile domain empty)"
 
 
 # ------------------------------------------------------------------ workloads
 
 
-def _op_key(op: Op) -> Op:
-    from dataclasses import replace
+class WorkloadTiles(tuple):
+    """(T_M, T_N, T_K, split), each a (1, O) float array: pass it as ``evaluate_arrays(..., tiles=...)``.
 
-    return replace(op, name="", count=1)
+    ``choices`` maps each GEMM-like operator's name to its :class:`TileChoice`.
+    """
+
+    choices: dict[str, TileChoice]
+
+    def __new__(cls, arrays, choices: dict[str, TileChoice]):
+        obj = super().__new__(cls, tuple(arrays))
+        obj.choices = choices
+        return obj
 
 
-def solve_workload_tiles(workload: Workload, chip, *, time_limit_s: float = 10.0, seed: int = 0):
-    """Solve every GEMM-like operator of ``workload``; return ``(tiles, choices)``.
+def solve_workload_tiles(workload: Workload, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> WorkloadTiles:
+    """Solve every GEMM-like operator of ``workload``: tiles for ``evaluate_arrays(chips, workload, tiles=...)``.
 
-    ``tiles`` is ``(T_M, T_N, T_K, split)``, each a (1, O) float array usable as
-    ``evaluate_arrays(chips, workload, tiles=tiles)`` (a row broadcasts over any number of identical
-    design points); vector operators get the instruction tile and split 1 (the evaluator ignores them).
-    ``choices`` maps operator names to TileChoice. Identical operators (same shapes and formats) are
-    solved once. Each operator's tiles are optimal for that operator run alone; in a workload the
-    evaluator derives one sustained clock from all operators' energy, so where the power ceiling binds,
-    the workload's clock (and hence its time) can differ from the per-operator optimum's.
+    A row of tiles broadcasts over any number of identical design points; vector operators get the
+    instruction tile and split 1 (the evaluator does not use tiles for them). Identical operators (same
+    shapes and formats) are solved once. Each operator's tiles are optimal for that operator run alone;
+    in a workload the evaluator derives one sustained clock from all operators' energy, so where the
+    power ceiling binds, the workload's clock (and time) can differ from the sum of the per-operator optima.
     """
     chips = as_chips(chip)
     g = lambda key: float(chips.get(key, 16.0)[0])  # noqa: E731
@@ -889,14 +985,14 @@ def solve_workload_tiles(workload: Workload, chip, *, time_limit_s: float = 10.0
     for j, op in enumerate(workload.ops):
         if not (op.m > 0 and op.n > 0 and op.k > 0):
             continue
-        key = _op_key(op)
+        key = replace(op, name="", count=1)
         if key not in cache:
             cache[key] = solve_tiles(op, chips, time_limit_s=time_limit_s, seed=seed)
         c = cache[key]
         choices[op.name] = c
         for arr, val in zip(out, c.tiles):
             arr[0, j] = val
-    return tuple(out), choices
+    return WorkloadTiles(out, choices)
 
 
 # ------------------------------------------------------------------ brute force (the oracle)

@@ -72,6 +72,7 @@ RAW_KEY = "dse:raw"  # user attr: the raw values of a trial that had a non-finit
 NAMES_KEY = "dse:names"  # study user attr: parameter, objective and constraint names
 NAN_OBJECTIVE = "objective_nan"  # extra constraint set (to 1) on a trial with a NaN objective
 MAX_REDRAWS = 4  # rounds of re-asking to replace duplicate points within one batch
+ENUMERATE_LIMIT = 1_000_000  # a discrete space this small is enumerated to find its unseen points
 
 TUNING = """filled in after the benchmark"""
 
@@ -80,27 +81,38 @@ TUNING = """filled in after the benchmark"""
 
 
 class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
-    """Optuna's NSGA-II, with two look-ups made O(1) per trial for batched asks.
+    """Optuna's NSGA-II, with its bookkeeping look-ups made O(1) per ask.
 
-    The sampling is Optuna's, unchanged (same seed, same points); only two
-    bookkeeping steps are cached, which took ~75% of the time of a 5,000-trial
-    run (Optuna 5.0 scans every completed trial on every ask, O(n^2) in all):
+    The sampling is Optuna's, unchanged: same seed, same points (checked in
+    tests/solvers/test_optuna.py). Optuna 5.0 scans every trial of the study
+    on every ask, three times, which is O(n^2) over a run and took ~75-90% of
+    the time of a 5,000-trial run; here the answers are cached:
 
     - ``get_trial_generation``: the generation of a new trial depends only on
-      the set of COMPLETE trials, which only grows; the answer is cached per
-      count of COMPLETE trials, so a batch of asks scans once.
-    - ``infer_relative_search_space``: the search space is the design space
-      (every trial is asked with the same distributions), given up front
-      instead of intersected over all trials.
+      the COMPLETE trials; the answer is kept until the next ``after_trial``
+      (a tell), so a batch of asks scans once.
+    - ``get_parent_population``: the parents of a generation never change
+      once chosen (Optuna caches their ids in the study); the trials
+      themselves are kept per generation.
+    - ``infer_relative_search_space``: the design space (every trial is asked
+      with the same distributions), given up front and sorted by name as
+      Optuna's intersection search space is, instead of recomputed.
 
-    Generation and parent keys stay ``NSGAIISampler:*`` so the stored trials
-    read the same as Optuna's own sampler's.
+    Caches are keyed by the study, so one sampler serves one study, as in
+    Optuna. Trials added to the study with ``add_trials`` must come before
+    the first ask (what :class:`OptunaSolver` does on resume). Generation and
+    parent keys stay ``NSGAIISampler:*`` so stored trials read as Optuna's.
     """
 
     def __init__(self, *, search_space: dict, **kw):
         super().__init__(**kw)
-        self._space = {k: d for k, d in sorted(search_space.items()) if not d.single()}  # sorted, as Optuna
+        self._space = {k: d for k, d in sorted(search_space.items()) if not d.single()}
         self._generation_cache: tuple | None = None
+        self._parents: dict[tuple, list] = {}
+
+    @staticmethod
+    def _stamp(study) -> tuple:
+        return (id(study._storage), study._study_id)
 
     def infer_relative_search_space(self, study, trial):
         return dict(self._space)
@@ -110,9 +122,9 @@ class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
         generation = trial.system_attrs.get(key)
         if generation is not None:
             return generation
-        complete = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
-        stamp = (id(study._storage), study._study_id, len(complete))
+        stamp = self._stamp(study)
         if self._generation_cache is None or self._generation_cache[0] != stamp:
+            complete = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
             top, count = 0, 0
             for t in complete:
                 g = t.system_attrs.get(key, -1)
@@ -124,6 +136,22 @@ class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
         generation = self._generation_cache[1]
         study._storage.set_trial_system_attr(trial._trial_id, key, generation)
         return generation
+
+    def get_parent_population(self, study, generation: int) -> list:
+        if generation == 0:
+            return []
+        key = (*self._stamp(study), generation)
+        if key in self._parents:
+            return self._parents[key]
+        parents = super().get_parent_population(study, generation)
+        # Optuna returns the first call's parents in selection order, later calls' in trial order
+        self._parents[key] = sorted(parents, key=lambda t: t._trial_id)
+        return parents
+
+    def after_trial(self, study, trial, state, values) -> None:
+        if state == TrialState.COMPLETE:
+            self._generation_cache = None  # one more COMPLETE trial: the next ask recounts
+        super().after_trial(study, trial, state, values)
 
 
 BatchNSGAIISampler._GENERATION_KEY = optuna.samplers.NSGAIISampler._GENERATION_KEY
@@ -404,6 +432,10 @@ class OptunaSolver(Solver):
         self.unique = bool(unique)
         self.n_resumed = 0
         self.n_redrawn = 0
+        space = problem.space
+        self._space_size = space.grid_size() if space.is_discrete else None
+        self._fill_rng = np.random.default_rng([self.seed, 0xF111])
+        self.exhausted = False
 
     # ------------------------------------------------------------ run
 
@@ -432,8 +464,9 @@ class OptunaSolver(Solver):
         try:
             while self.remaining > 0:
                 k = min(self.batch, self.remaining)
-                trials = self._ask_unique(mem, dists, names, k, seen)
-                params = {n: np.array([t.params[n] for t in trials]) for n in names}
+                trials, params = self._ask_unique(mem, dists, names, k, seen)
+                if not trials:  # every point of a discrete space evaluated
+                    break
                 F, G, _ = self.evaluate(params)
                 with deferred_sigint():
                     self._tell(mem, trials, F, G)
@@ -444,11 +477,17 @@ class OptunaSolver(Solver):
         finally:
             if disk is not None:
                 self._append(disk, mem)  # told but not yet appended (nothing is lost)
-        note = f"{self.n_resumed:,} trials resumed from storage" if self.n_resumed else ""
-        return self.result(note=note, info={
+        self.exhausted = self._space_size is not None and len(seen) >= self._space_size
+        notes = []
+        if self.n_resumed:
+            notes.append(f"{self.n_resumed:,} trials resumed from storage")
+        if self.exhausted and self.remaining:
+            notes.append(f"every one of the {self._space_size:,} points of the space evaluated, "
+                          f"{self.remaining:,} of the budget left unused")
+        return self.result(exhaustive=self.exhausted, note="; ".join(notes), info={
             "method": self.method, "batch": self.batch, "population": self.population,
             "resumed_trials": self.n_resumed, "new_evaluations": self.n_evaluated - self.n_resumed,
-            "redrawn_duplicates": self.n_redrawn, "storage": None if self.storage_url is None else str(self.storage_url),
+            "redrawn_duplicates": self.n_redrawn, "exhausted": self.exhausted, "storage": None if self.storage_url is None else str(self.storage_url),
         })
 
     # ------------------------------------------------------- storage side
@@ -520,27 +559,76 @@ class OptunaSolver(Solver):
 
     # ------------------------------------------------------- sampler side
 
-    def _ask_unique(self, mem, dists, names, k: int, seen: set) -> list:
-        """Ask ``k`` trials; a point already evaluated (or twice in the batch) is failed and re-asked.
+    def _ask_unique(self, mem, dists, names, k: int, seen: set) -> tuple[list, dict[str, np.ndarray]]:
+        """Ask up to ``k`` trials; return them and their parameters as arrays.
 
-        After MAX_REDRAWS rounds (a nearly exhausted discrete space) duplicates
-        are accepted, so a batch always has ``k`` points.
+        With ``unique`` (the default), no point is evaluated twice:
+
+        1. a point already evaluated (or twice in the batch) is told FAIL
+           (samplers learn only from COMPLETE trials) and re-asked, up to
+           MAX_REDRAWS rounds; on a discrete space more than half explored,
+           no re-asking (the sampler would mostly repeat itself);
+        2. the places still empty get points of the space not yet evaluated,
+           drawn at random (seeded) and enqueued, so the sampler still books
+           them (NSGA-II puts them in the current generation);
+        3. a discrete space with every point evaluated ends the search early:
+           fewer than ``k`` (possibly no) trials come back.
+
+        Without ``unique`` the sampler's ``k`` points are taken as they come.
         """
         out: list = []
-        for round_ in range(MAX_REDRAWS + 1):
-            fresh = [mem.ask(dists) for _ in range(k - len(out))]
-            last = round_ == MAX_REDRAWS
-            for t in fresh:
-                key = tuple(t.params[n] for n in names)
-                if self.unique and key in seen and not last:
+        rows: list[tuple] = []
+
+        def take(t, key):
+            seen.add(key)
+            out.append(t)
+            rows.append(key)
+
+        size = self._space_size
+        rounds = MAX_REDRAWS if size is None or len(seen) < size // 2 else 0
+        for round_ in range(rounds + 1):
+            for _ in range(k - len(out)):
+                t = mem.ask(dists)
+                params = t.params  # a copy each time: take it once
+                key = tuple(params[n] for n in names)
+                if self.unique and key in seen:
                     mem.tell(t, state=TrialState.FAIL)
                     self.n_redrawn += 1
                     continue
-                seen.add(key)
-                out.append(t)
+                take(t, key)
             if len(out) == k:
                 break
-        return out
+        if len(out) < k:
+            for key in self._unseen(k - len(out), seen, names):
+                mem.enqueue_trial(dict(zip(names, key)), skip_if_exists=False)
+                t = mem.ask(dists)
+                take(t, tuple(t.params[n] for n in names))
+        cols = list(zip(*rows)) if rows else [()] * len(names)
+        return out, {n: np.array(cols[j]) for j, n in enumerate(names)}
+
+    def _unseen(self, n: int, seen: set, names) -> list[tuple]:
+        """Up to ``n`` distinct points not in ``seen``, at random (seeded): rejection first, then enumeration."""
+        space = self.problem.space
+        rng = self._fill_rng
+        found: list[tuple] = []
+        new: set = set()
+        for _ in range(8):
+            draws = space.sample(max(4 * n, 64), rng)
+            for row in zip(*(draws[k] for k in names)):
+                key = tuple(_plain(v) for v in row)
+                if key not in seen and key not in new:
+                    new.add(key)
+                    found.append(key)
+                    if len(found) == n:
+                        return found
+        size = self._space_size
+        if size is not None and size <= ENUMERATE_LIMIT:
+            grid = space.grid_points(np.arange(size))
+            rest = [key for key in (tuple(_plain(v) for v in row) for row in zip(*(grid[k] for k in names)))
+                    if key not in seen and key not in new]
+            for i in rng.permutation(len(rest))[: n - len(found)]:
+                found.append(rest[i])
+        return found
 
     def _tell(self, mem, trials, F, G) -> None:
         prob = self.problem

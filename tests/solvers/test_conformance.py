@@ -2,6 +2,9 @@
 
 To add a solver, append its class to SOLVERS; it is built as
 ``cls(problem, seed=..., budget=...)`` (other options keep their defaults).
+A solver with options is added as a small subclass that fixes them (the
+Optuna variants below); one that needs an optional dependency as a
+``pytest.param`` with a ``skipif`` mark that says what is missing.
 
 The toy problem is defined here, with a scalar reference implementation
 (`toy_point`) that the tests use to recompute every value independently of
@@ -20,9 +23,53 @@ import pytest
 from dse.errors import InfeasibleError, SolverError, SpecError
 from dse.solvers.base import Problem, Solver, SolverResult
 from dse.solvers.grid import GridSolver, RandomSolver
+from dse.solvers.optuna_search import OptunaSolver
 from dse.space import ChoiceParam, DesignSpace, IntParam
 
-SOLVERS: list[type[Solver]] = [GridSolver, RandomSolver]
+
+class OptunaNSGA2(OptunaSolver):
+    """NSGA-II, generations of 20 (one batch each), first generation a Latin hypercube."""
+
+    def __init__(self, problem, **kw):
+        super().__init__(problem, method="nsga2", population=20, **kw)
+
+
+class OptunaTPE(OptunaSolver):
+    """Multivariate TPE with the constant liar, batches of 25."""
+
+    def __init__(self, problem, **kw):
+        super().__init__(problem, method="tpe", batch=25, **kw)
+
+
+class OptunaRandom(OptunaSolver):
+    """Optuna's random sampler, batches of 50."""
+
+    def __init__(self, problem, **kw):
+        super().__init__(problem, method="random", batch=50, **kw)
+
+
+class OptunaGP(OptunaSolver):
+    """Gaussian-process sampler, batches of 10 (needs torch and scipy)."""
+
+    def __init__(self, problem, **kw):
+        super().__init__(problem, method="gp", batch=10, **kw)
+
+
+def _has(*modules: str) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+SOLVERS: list = [
+    GridSolver,
+    RandomSolver,
+    OptunaNSGA2,
+    OptunaTPE,
+    OptunaRandom,
+    pytest.param(OptunaGP, marks=pytest.mark.skipif(
+        not _has("torch", "scipy"), reason="the GP sampler needs torch and scipy, not installed here")),
+]
 
 # ------------------------------------------------------------- toy problem
 # Parameters: units 0..9, buffer 0,3,...,12, mode a/b/c: 10 * 5 * 3 = 150 points.

@@ -1,0 +1,207 @@
+"""Crashes: SIGKILL a worker, the coordinator or everything mid-study, rerun; two runs on one folder; torn writes.
+
+After every crash and rerun the storage holds exactly the budget of COMPLETE
+trials, numbered 0..budget-1 once each, none stored twice (tests.scale.helpers.assert_exact).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from tests.scale.helpers import (KINDS, ROOT, alive, assert_exact, complete_count, dse_run, finish, small_study,
+                                 storage_for, stored, wait_for, workers_of)
+
+BUDGET = {"journal": 3000, "sqlite": 1200, "postgresql": 1200}  # long enough to be killed mid-study
+
+
+def _args(storage):
+    return ["--workers", "4"] + (["--storage", storage] if storage else [])
+
+
+def _mid_study(proc, storage, out, budget):
+    """Wait until some batches are stored and the study is still far from done."""
+    wait_for(lambda: complete_count(storage, out) >= 100, 240, "the first stored batches", proc)
+    n = complete_count(storage, out)
+    assert n < budget, "the study finished before it could be killed; raise BUDGET"
+    return n
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sigkill_one_worker_then_rerun(tmp_path, kind):
+    budget = BUDGET[kind]
+    study = small_study(tmp_path, trials=budget, batch=50)
+    storage = storage_for(kind, tmp_path)
+    out = tmp_path / "out"
+    proc = dse_run(study, *_args(storage))
+    _mid_study(proc, storage, out, budget)
+    victims = wait_for(lambda: workers_of(proc.pid), 60, "the worker processes", proc)
+    os.kill(victims[0], signal.SIGKILL)
+    code, text, err = finish(proc)
+    # the other workers finish the killed worker's part; the run says what happened
+    assert code == 0, err[-3000:]
+    assert "was killed by SIGKILL" in err
+    assert f"{budget} designs evaluated" in text
+    code, text, err = finish(dse_run(study, *_args(storage)))
+    assert code == 0, err[-3000:]
+    assert_exact(stored(storage, out), budget)
+    assert len(pd.read_parquet(out / "trials.parquet")) == budget
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sigkill_everything_then_rerun(tmp_path, kind):
+    """The coordinator and all its workers die at once (a machine's power cut); the rerun resumes."""
+    budget = BUDGET[kind]
+    study = small_study(tmp_path, trials=budget, batch=50)
+    storage = storage_for(kind, tmp_path)
+    out = tmp_path / "out"
+    proc = dse_run(study, *_args(storage))
+    _mid_study(proc, storage, out, budget)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = complete_count(storage, out)
+    assert 0 < before < budget
+    code, text, err = finish(dse_run(study, *_args(storage)))
+    assert code == 0, err[-3000:]
+    assert_exact(stored(storage, out), budget)
+
+
+def test_orphaned_workers_stop_when_the_coordinator_dies(tmp_path):
+    """SIGKILL the coordinator alone: its workers stop at their next append, without writing it."""
+    budget = 3000
+    study = small_study(tmp_path, trials=budget, batch=50)
+    out = tmp_path / "out"
+    proc = dse_run(study, "--workers", "3")
+    _mid_study(proc, None, out, budget)
+    workers = wait_for(lambda: workers_of(proc.pid), 60, "the worker processes", proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: not any(alive(w) for w in workers), 120, "the orphaned workers to stop")
+    assert complete_count(None, out) < budget
+    code, _, err = finish(dse_run(study, "--workers", "3"))
+    assert code == 0, err[-3000:]
+    assert_exact(stored(None, out), budget)
+
+
+def test_second_run_on_the_same_folder_is_refused(tmp_path):
+    """Two real `dse run` processes on one output folder without a shared storage: the second refuses."""
+    study = small_study(tmp_path, trials=200_000, batch=100)
+    out = tmp_path / "out"
+    first = dse_run(study)
+    wait_for(lambda: complete_count(None, out) >= 100, 240, "the first run's first batch", first)
+    code, text, err = finish(dse_run(study), timeout=120)
+    assert code == 2
+    assert "another `dse run` is using this output folder" in err
+    assert "--storage" in err  # says how to share instead
+    assert "Traceback" not in err
+    assert first.poll() is None  # the first run is untouched
+    first.send_signal(signal.SIGINT)
+    code, _, err = finish(first, timeout=120)
+    assert code == 130, err[-2000:]
+    n = complete_count(None, out)
+    assert 0 < n < 200_000
+    assert_exact(stored(None, out), n)  # the interrupted journal is whole
+
+
+# ------------------------------------------------------------ atomic result files
+
+
+def _table_and_meta(tmp_path):
+    from dse.study import run_study
+
+    study = small_study(tmp_path, trials=60, batch=30)
+    out = tmp_path / "out"
+    table = run_study(study, out=out)
+    return out, table
+
+
+def test_killed_mid_write_leaves_the_old_csv(tmp_path):
+    """A process SIGKILLed half-way through writing trials.csv leaves the previous file, byte for byte."""
+    out, _ = _table_and_meta(tmp_path)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    script = textwrap.dedent(f"""
+        import os, signal
+        from dse.results import atomic_write
+        def half(f):
+            f.write(b"trial,p.units\\n0,1")
+            f.flush()
+            os.fsync(f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
+        atomic_write("trials.csv", half, root={str(out)!r})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.endswith(".tmp")}
+    assert after["trials.csv"] == before["trials.csv"]
+    assert len(pd.read_csv(out / "trials.csv")) == 60
+
+
+@pytest.mark.parametrize("fail_at", ["csv", "fsync", "replace"])
+def test_failed_write_leaves_old_results_and_no_temp_file(tmp_path, monkeypatch, fail_at):
+    """An error mid-write (disk full, a kill turned exception) keeps every old file and leaves no temp file."""
+    from dse import results
+
+    out, table = _table_and_meta(tmp_path)
+    meta = results.read_results(out)[1]
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    real_fsync, real_replace = os.fsync, os.replace
+    calls = {"n": 0}
+
+    def flaky_fsync(fd):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second file (trials.csv): written, not yet renamed
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    def flaky_replace(a, b):
+        if str(b).endswith("pareto.csv"):
+            raise OSError(5, "Input/output error")
+        return real_replace(a, b)
+
+    if fail_at == "csv":
+        real = results._csv_bytes
+
+        def half_then_fail(df):
+            data = real(df)
+            raise OSError(28, f"No space left on device after {len(data) // 2} bytes")
+
+        monkeypatch.setattr(results, "_csv_bytes", half_then_fail)
+    elif fail_at == "fsync":
+        monkeypatch.setattr(results.os, "fsync", flaky_fsync)
+    else:
+        monkeypatch.setattr(results.os, "replace", flaky_replace)
+    changed = table.assign(**{"obj.die_area": table["obj.die_area"] * 2})
+    with pytest.raises(OSError):
+        results.write_results(out, changed, meta)
+    monkeypatch.undo()
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert not [n for n in files if n.endswith(".tmp")], "a temp file was left behind"
+    for name in ("trials.csv", "pareto.csv", "meta.json"):
+        assert files[name] == before[name], name
+    back, _, _ = results.read_results(out)
+    assert len(back) == 60
+
+
+def test_failed_report_write_leaves_the_old_report(tmp_path, monkeypatch):
+    from dse import report
+    from dse.results import read_results
+
+    out, _ = _table_and_meta(tmp_path)
+    old_md, old_html = (out / "report.md").read_bytes(), (out / "report.html").read_bytes()
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "_html", boom)
+    table, meta, cat = read_results(out)
+    with pytest.raises(OSError):
+        report.write_reports(out, table, meta, cat)
+    assert (out / "report.html").read_bytes() == old_html
+    assert (out / "report.md").exists() and (out / "report.md").read_bytes()[:20] == old_md[:20]
+    assert not list(out.glob(".*.tmp"))

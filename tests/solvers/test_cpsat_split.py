@@ -1,0 +1,120 @@
+"""CP-SAT die split vs the exhaustive grid over the same space.
+
+The grid (:func:`split_grid`) takes the die area and the HBM shoreline from ``dse.model.area.package_area``
+on every design and the feasibility from the ``constraints/`` modules, so it also checks that the model's
+linear area and its shoreline table are the area model's.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from dse.errors import InfeasibleError, SpecError
+from dse.solvers.cpsat_split import CONSTRAINTS, solve_split, split_data, split_grid
+from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam
+from dse.workload import Workload, decode, gemm, prefill
+
+KiB = 1024
+
+SPACES = {
+    # decode + prefill mix on an H100-like die: the reticle and the shoreline bind
+    "h100-serving": ("h100-sxm",
+                     [(decode("qwen3-8b", batch=16, context=4096), 1.0),
+                      (prefill("qwen3-8b", batch=1, tokens=2048), 0.2)],
+                     DesignSpace((IntParam("units", 80, 160, 8),
+                                  ChoiceParam("local_buffer", (128 * KiB, 228 * KiB, 256 * KiB)),
+                                  ChoiceParam("l2", (25e6, 50e6, 80e6)), IntParam("hbm.stacks", 2, 8),
+                                  ChoiceParam("clock", (1.4e9, 1.6e9, 1.83e9, 2.0e9)))), {}),
+    # GEMMs under a 500 W budget: the TDP binds
+    "h200-gemms-500w": ("h200-sxm",
+                        [Workload(name="gemms", phase="ops", ops=(gemm("a", 4096, 4096, 4096),
+                                                                  gemm("b", 16, 8192, 8192, count=4),
+                                                                  gemm("c", 2048, 28672, 4096)))],
+                        DesignSpace((IntParam("units", 64, 192, 16), ChoiceParam("local_buffer", (64 * KiB, 228 * KiB)),
+                                     ChoiceParam("l2", (10e6, 50e6)), IntParam("hbm.stacks", 1, 6),
+                                     ChoiceParam("clock", (1.2e9, 1.6e9, 2.0e9, 2.4e9)))), {"tdp": 500.0}),
+    # a 70B model in FP8 on an A100-like die: the capacity binds
+    "a100-70b-decode": ("a100-sxm-80gb",
+                        [decode("llama-3.1-70b", batch=8, context=8192, formats={"weights": "fp8"})],
+                        DesignSpace((IntParam("units", 32, 128, 16), ChoiceParam("local_buffer", (96 * KiB, 164 * KiB)),
+                                     ChoiceParam("l2", (20e6, 40e6, 60e6)), IntParam("hbm.stacks", 2, 8),
+                                     ChoiceParam("clock", (1.0e9, 1.41e9, 1.8e9)))), {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_cpsat_split_equals_the_grid(name):
+    base, mix, space, kw = SPACES[name]
+    start = time.perf_counter()
+    c = solve_split(base, mix, space, **kw)
+    elapsed = time.perf_counter() - start
+    g = split_grid(base, mix, space, **kw)
+    b = g["best"]
+    print(f"\n{name}: {g['feasible'].size} designs, CP-SAT {c.info['wall_time_s'] * 1e3:.1f} ms "
+          f"(with data {elapsed * 1e3:.0f} ms), {c.params}, {c.time_s * 1e3:.4f} ms")
+    assert c.status == "OPTIMAL"
+    assert b is not None
+    assert c.time_s == pytest.approx(g["time_s"][b], rel=1e-6)
+    assert c.model_time_s == pytest.approx(c.time_s, rel=1e-5)
+    # the chosen design is feasible in the grid, by the constraint modules themselves
+    idx = np.flatnonzero(np.all([np.isclose(g["params"][k], v) for k, v in c.params.items()], axis=0))
+    assert idx.size == 1 and g["feasible"][idx[0]]
+    assert g["time_s"][idx[0]] == pytest.approx(c.time_s, rel=1e-12)
+    # the model's linear die area is the area model's
+    np.testing.assert_allclose(g["model_die_area_mm2"], g["die_area_mm2"], rtol=1e-12)
+
+
+def test_every_limit_binds_somewhere():
+    rejected = dict.fromkeys(CONSTRAINTS, 0)
+    for base, mix, space, kw in SPACES.values():
+        g = split_grid(base, mix, space, **kw)
+        for k, v in g["constraints"].items():
+            rejected[k] += int((v > 0).sum())
+    assert all(n > 0 for n in rejected.values()), rejected
+
+
+def test_reticle_too_small_is_named():
+    base, mix, space, _ = SPACES["h100-serving"]
+    with pytest.raises(InfeasibleError, match="the reticle limit") as err:
+        solve_split(base, mix, space, reticle=300.0)
+    assert "490.2 mm^2, the reticle 300.0 mm^2" in str(err.value)
+    assert split_grid(base, mix, space, reticle=300.0)["best"] is None
+
+
+def test_a_conflict_of_two_limits_names_both():
+    """7-8 stacks need a die of ~1,170 mm^2 of shoreline; the space has such dies, but not within the reticle."""
+    base, mix, _, _ = SPACES["h100-serving"]
+    space = DesignSpace((IntParam("units", 100, 260, 20), IntParam("hbm.stacks", 7, 8)))
+    with pytest.raises(InfeasibleError, match="reticle and hbm_shoreline together"):
+        solve_split(base, mix, space)
+
+
+def test_power_and_capacity_infeasibility_are_named():
+    base, mix, space, _ = SPACES["h100-serving"]
+    with pytest.raises(InfeasibleError, match="the tdp limit"):
+        solve_split(base, mix, space, tdp=50.0)
+    base, mix, _, _ = SPACES["a100-70b-decode"]
+    few = DesignSpace((IntParam("units", 64, 96, 32), IntParam("hbm.stacks", 1, 2)))
+    with pytest.raises(InfeasibleError, match="the fits_memory limit"):
+        solve_split(base, mix, few)
+
+
+def test_fixed_parameters_stay_at_the_base():
+    base, mix, _, _ = SPACES["h100-serving"]
+    c = solve_split(base, mix, DesignSpace((IntParam("hbm.stacks", 4, 6),)))
+    assert (c.units, c.clock) == (132, 1.83e9) and c.hbm_stacks in (4, 5, 6)
+
+
+def test_bad_requests():
+    mix = [decode("qwen3-8b", batch=1, context=1024)]
+    with pytest.raises(SpecError, match="one die"):
+        solve_split("b200", mix)
+    with pytest.raises(SpecError, match="unknown split parameter"):
+        split_data("h100-sxm", mix, DesignSpace((IntParam("unitz", 1, 4),)))
+    with pytest.raises(SpecError, match="finite domain"):
+        split_data("h100-sxm", mix, DesignSpace((FloatParam("clock", 1e9, 2e9),)))
+    with pytest.raises(SpecError, match="weight"):
+        split_data("h100-sxm", [(mix[0], -1.0)])
