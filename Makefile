@@ -11,7 +11,9 @@ STUDY ?= studies/qwen3-8b-decode-chip.yaml
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,postgres]' || \
+	  { echo "make: the PostgreSQL driver (psycopg2-binary) could not be installed; the PostgreSQL tests will be skipped"; \
+	    $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'; }
 	@touch $(STAMP)
 
 run: $(STAMP)

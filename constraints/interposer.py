@@ -2,6 +2,8 @@
 
 Formula: interposer_area_mm2 - max      (mm^2; <= 0 feasible)
 Default max: the largest interposer of the technology tables (technology.packaging(); CoWoS-S ~3.3 x reticle).
+A package on another interposer states its own limit: B200 is CoWoS-L (3.5 x reticle = 3,003 mm^2):
+``interposer: {max: 3003 mm^2}`` (dse.model.area.interposer_limit_mm2("cowos_l")).
 Source: seed 004 §4.1.3 (interposer carries dies and stacks, Figure 4-6); TSMC CoWoS sizes (via TrendForce).
 """
 

@@ -4,14 +4,16 @@ The evaluator predicts the *bound*: every resource at its ideal rate. Real
 software adds kernel launches, submission, synchronization and runs below the
 peak rate (seed 004 §4.8.3: vLLM eager decode on an RTX PRO 6000 takes 25.83 ms
 where the read bound is 9.12 ms). :class:`dse.hardware.Calibration` carries four
-knobs the evaluator applies (dse.evaluate, per operator, seed 004 §4.8.1)::
+knobs the evaluator applies (dse.evaluate, seed 004 §4.8.1: independent resources take the max)::
 
-    t_matrix / compute_efficiency          compute_efficiency   in (0, 1]
-    bytes / (bandwidth x bandwidth_efficiency)  bandwidth_efficiency in (0, 1]
-    + kernel_overhead per operator launch  (x count)            >= 0
-    + step_overhead per step                                    >= 0
+    per operator  t_matrix / compute_efficiency                compute_efficiency   in (0, 1]
+                  bytes / (bandwidth x bandwidth_efficiency)   bandwidth_efficiency in (0, 1]
+    per step      max(sum over operators of count x device time,
+                      sum over operators of count x kernel_overhead)   kernel_overhead >= 0
+                  + step_overhead                                      step_overhead   >= 0
 
-This module fits them to measurements.
+(the host launches kernels while the device works: the step takes the longer
+of the two, plus a fixed per-step cost). This module fits them to measurements.
 
 Measurements (CSV, one row per measured case; ``#`` lines are comments)::
 
@@ -34,14 +36,14 @@ measured`` (each measurement weighs the same whatever its size), with bounds
 that keep the knobs physical. Predictions always come from
 :func:`dse.evaluate.evaluate_arrays` (the one evaluator), so a written chip
 evaluates to exactly the fitted predictions. Solver (numpy only): variable
-projection. The time is linear in the two overheads (checked numerically, not
-assumed), so for any setting of the fractions they follow exactly from a
-bounded linear least squares; the fractions (the model is only piecewise
-smooth in them: max(matrix, vector, memory)) are searched on a coarse log grid
-over [1e-4, 1e4], then by zooming around the best points down to steps of
-1e-6. An overhead the time is not linear in (a different evaluator) joins the
-grid instead. Every grid point of every refit is one column of a vectorized
-evaluator call.
+projection. An overhead the time is exactly linear in (checked numerically, not
+assumed: today step_overhead) follows, for any setting of the other knobs, from
+a bounded linear least squares; the other knobs (the fractions, and
+kernel_overhead, which enters through max(device, launches)) are searched on a
+coarse grid (log grid over [1e-4, 1e4] for the fractions), then by zooming
+around the best points down to steps of 1e-6. The grid is indifferent to the
+kinks the max()es put in the cost. Every grid point of every refit is one column
+of a vectorized evaluator call.
 
 Honesty rules:
 
@@ -52,12 +54,22 @@ Honesty rules:
   wants (">= x" where every value past x fits the same), never silently
   clipped; ``strict=True`` refuses with a DseError naming the knob and value.
   The fully unconstrained optimum is kept too (``CalibrationFit.unconstrained``).
-* Fewer measurements than free knobs, or measurements that do not separate
-  them (e.g. every step launches the same number of kernels, so kernel and
-  step overhead cannot be told apart), are refused with the knobs named and
-  a ``--fix knob=value`` suggestion.
+* Fewer measurements than free knobs, or measurements that do not determine
+  them, are refused with the knobs named and a ``--fix knob=value``
+  suggestion. Because of the max()es a knob can be felt on one side of a kink
+  and not on the other, so this is checked with one-sided differences and
+  confirmed by evaluating the move: a knob whose own move changes no measured
+  time (e.g. compute_efficiency when every step is launch- or memory-bound) is
+  refused with the range of values that fit the same; knobs whose joint move
+  changes none (e.g. kernel and step overhead when every step launches the same
+  number of kernels: on each row kernel_overhead has no effect or adds exactly
+  as step_overhead does) are refused as entangled.
 * Leave-one-out: each measurement is predicted by a refit without it, so the
-  residuals (a fit) are shown next to errors of predictions.
+  residuals (a fit) are shown next to errors of predictions. Where the refit
+  without a row cannot identify a knob (the row was the only one that felt
+  it), the knob is held at the full fit's value and the row's note says so:
+  that number is partly a fit, and the summary gives the leave-one-out figures
+  over the other rows as well.
 """
 
 from __future__ import annotations
@@ -378,6 +390,7 @@ class RowFit:
     loo_predicted_s: float | None
     loo_error: float | None
     loo_note: str = ""
+    loo_held: tuple = ()  # knobs the leave-one-out refit could not identify and held at the full fit's value
 
 
 @dataclass(frozen=True)
@@ -444,6 +457,37 @@ class CalibrationFit:
         e = e[np.isfinite(e)]
         return float(np.max(np.abs(e))) if e.size else math.nan
 
+    @property
+    def loo_held_count(self) -> int:
+        """Rows whose leave-one-out refit held a knob at the full fit's value (their LOO numbers are partly fits)."""
+        return sum(1 for r in self.rows if r.loo_held)
+
+    def _loo_independent(self) -> np.ndarray:
+        e = np.array([np.nan if (r.loo_error is None or r.loo_held) else r.loo_error for r in self.rows])
+        return e[np.isfinite(e)]
+
+    @property
+    def loo_rms_independent(self) -> float:
+        """Leave-one-out RMS over the rows whose refit held no knob (independent predictions only)."""
+        e = self._loo_independent()
+        return float(np.sqrt(np.mean(e ** 2))) if e.size else math.nan
+
+    @property
+    def loo_max_independent(self) -> float:
+        e = self._loo_independent()
+        return float(np.max(np.abs(e))) if e.size else math.nan
+
+    def loo_text(self) -> str:
+        """'RMS x%, max y%', with the independent-only figures where some refits held a knob."""
+        text = f"RMS {self.loo_rms:.1%}, max {self.loo_max:.1%}"
+        k = self.loo_held_count
+        if k:
+            rest = len(self.rows) - k
+            text += (f" ({k} of {len(self.rows)} refits held a knob at the full fit's value; over the other "
+                     f"{rest}: " + (f"RMS {self.loo_rms_independent:.1%}, max {self.loo_max_independent:.1%})"
+                                    if rest else "none)"))
+        return text
+
     def summary(self) -> str:
         """One line for a chip file's ``calibration.source``."""
         where = self.measurements_file or "measurements"
@@ -453,8 +497,7 @@ class CalibrationFit:
                if self.active else "")
         return (f"fitted by `dse calibrate` to {where} ({len(self.rows)} measurements of {self.chip.name}; "
                 f"least squares on relative residuals, fractions in (0, 1], overheads >= 0{fixed}); "
-                f"RMS residual {self.rms:.1%}, max {self.max_abs:.1%}; leave-one-out RMS {self.loo_rms:.1%}, "
-                f"max {self.loo_max:.1%}{act}")
+                f"RMS residual {self.rms:.1%}, max {self.max_abs:.1%}; leave-one-out {self.loo_text()}{act}")
 
 
 def format_knob(knob: str, v: float | None) -> str:
@@ -519,6 +562,26 @@ class _Problem:
             out[:, i] = evaluate_arrays(chips, w)["time_s"]
         return out[:, self.idx]
 
+    def states(self, theta: np.ndarray) -> list[str]:
+        """What bounds each row at the knob values ``theta`` (4,): 'launch-bound' (the host's launches outlast the
+        device work), else the device's bound resource ('matrix-bound', 'vector-bound', 'memory-bound'). For
+        messages only; from dse.evaluate's own columns."""
+        from dse.evaluate import evaluate_arrays
+        from dse.hardware import Chips
+
+        arrays = {k: np.full(1, v, dtype=float) for k, v in self.view.items()}
+        for j, k in enumerate(KNOBS):
+            arrays[f"calibration.{k}"] = np.array([theta[j]], dtype=float)
+        chips = Chips(arrays, self.formats)
+        names = ("matrix-bound", "vector-bound", "memory-bound")
+        per = []
+        for w in self.workloads:
+            out = evaluate_arrays(chips, w)
+            launch_wait = float(out["t_overhead_s"][0]) - float(theta[KNOBS.index("step_overhead")])
+            per.append("launch-bound" if launch_wait > 1e-12 * float(out["time_s"][0])
+                       else names[int(out["bound_code"][0])])
+        return [per[i] for i in self.idx]
+
     def theta(self, z: np.ndarray) -> np.ndarray:
         z = np.atleast_2d(z)
         th = np.repeat(self.base_theta[None, :], z.shape[0], axis=0)
@@ -535,9 +598,10 @@ class _Problem:
     def linear(self) -> dict[str, np.ndarray]:
         """Free overheads the predicted time is exactly linear in, with d time / d overhead per row.
 
-        dse.evaluate adds ``kernel_overhead x launches + step_overhead``, so both are linear today; this is
-        checked, not assumed (steps of 1x and 2x, jointly, at two settings of the other knobs), so a
-        different composition (e.g. host launches overlapping device work) is still fitted correctly.
+        dse.evaluate takes ``max(device, launches x kernel_overhead) + step_overhead``: step_overhead is linear,
+        kernel_overhead is not (it joins the grid). This is checked, not assumed (steps of 1x and 2x, jointly, at
+        two settings of the other knobs), so another composition (e.g. launches added to device work) is still
+        fitted correctly.
         """
         if self.parent is not None:
             return {k: v[self.keep] for k, v in self.parent.linear().items()}
@@ -609,73 +673,179 @@ class _Problem:
         return z
 
 
-def _jacobian_central(prob: _Problem, z: np.ndarray) -> np.ndarray:
+_FLAT_REL = 1e-3   # a direction is flat when it moves no residual by more than this share of its knobs' own effects
+_FLAT_ABS = 1e-9   # ... or by more than this (relative residual), whichever is larger
+_SWEEP = 101       # points per sweep when bracketing the range a knob is flat over
+
+
+def _one_sided(prob: _Problem, z: np.ndarray) -> dict:
+    """Residuals at ``z`` and one-sided difference quotients (the model is only piecewise smooth: max(device,
+    launches), max(matrix, vector, memory)): ``Jp[:, j]`` moving knob j up, ``Jm[:, j]`` moving it down, and which
+    of the two moves stay within the physical bounds."""
     f = len(z)
     h = 1e-5 * np.maximum(1.0, np.abs(z))
-    pts = np.concatenate([z[None] + np.diag(h), z[None] - np.diag(h)])
-    R = prob.residuals(pts)
-    return ((R[:f] - R[f:]) / (2 * h[:, None])).T  # (n, f)
+    R = prob.residuals(np.concatenate([z[None], z[None] + np.diag(h), z[None] - np.diag(h)]))
+    r0 = R[0]
+    up = np.ones(f, dtype=bool)
+    down = np.ones(f, dtype=bool)
+    for j, k in enumerate(prob.free):
+        if k in FRACTIONS:
+            up[j] = z[j] < -1e-9  # a fraction on 1 cannot go up
+            down[j] = z[j] > math.log(_FRACTION_FLOOR) + 1e-9
+        else:
+            down[j] = z[j] > 1e-9  # an overhead on 0 cannot go down
+    Jp = ((R[1:f + 1] - r0) / h[:, None]).T
+    Jm = ((r0 - R[f + 1:]) / h[:, None]).T
+    cols = [Jp[:, j] for j in range(f) if up[j]] + [Jm[:, j] for j in range(f) if down[j]]
+    scale = max([float(np.linalg.norm(c)) for c in cols] + [1e-300])
+    return {"r0": r0, "Jp": Jp, "Jm": Jm, "up": up, "down": down, "scale": scale}
+
+
+def _flat_directions(prob: _Problem, z: np.ndarray, J: dict, cols: list[int]) -> list[np.ndarray]:
+    """Feasible directions in the knobs ``cols`` along which no measured time changes (each a (f,) vector in z).
+
+    Per orthant of the move (each knob up or down) the one-sided columns form a Jacobian; its null vectors that
+    point into that orthant are candidates, kept only if moving along them really leaves every residual
+    unchanged (evaluated, not assumed: a kink that is not aligned with the axes would fool the linear algebra)."""
+    f = len(z)
+    Jp, Jm, up, down = J["Jp"], J["Jm"], J["up"], J["down"]
+    cands: list[np.ndarray] = []
+    for signs in itertools.product((1, -1), repeat=len(cols)):
+        if any((s > 0 and not up[c]) or (s < 0 and not down[c]) for s, c in zip(signs, cols)):
+            continue
+        M = np.stack([Jp[:, c] if s > 0 else Jm[:, c] for s, c in zip(signs, cols)], axis=1)
+        norms = np.linalg.norm(M, axis=0)
+        zero = norms <= max(1e-7 * J["scale"], 1e-12)
+        for i in np.flatnonzero(zero):  # a column without effect: the single-knob move is a candidate
+            d = np.zeros(f)
+            d[cols[i]] = signs[i]
+            cands.append(d)
+        nz = np.flatnonzero(~zero)
+        if len(nz) < 2:
+            continue
+        Mn = M[:, nz] / norms[nz]
+        _, s, vt = np.linalg.svd(Mn, full_matrices=True)
+        s = np.concatenate([s, np.zeros(len(nz) - len(s))])
+        for v in vt[s <= 1e-6 * max(s.max(), 1e-300)]:
+            dv = v / norms[nz]
+            dv = np.where(np.abs(dv) > 1e-6 * np.abs(dv).max(), dv, 0.0)
+            sg = np.array([signs[i] for i in nz])
+            for cand in (dv, -dv):
+                if np.all(cand * sg >= 0):
+                    d = np.zeros(f)
+                    d[[cols[i] for i in nz]] = cand
+                    cands.append(d)
+                    break
+    if not cands:
+        return []
+    uniq: list[np.ndarray] = []
+    for d in cands:
+        d = d / np.abs(d).max()
+        if not any(np.allclose(d, u, atol=1e-6) for u in uniq):
+            uniq.append(d)
+    step = 1e-4
+    R = prob.residuals(z[None] + step * np.array(uniq))
+    out = []
+    for d, r in zip(uniq, R):
+        own = sum(abs(d[c]) * step * np.linalg.norm(J["Jp"][:, c] if d[c] > 0 else J["Jm"][:, c])
+                  for c in range(f) if d[c] != 0)
+        if np.linalg.norm(r - J["r0"]) <= max(_FLAT_REL * own, _FLAT_ABS):
+            out.append(d)
+    return out
+
+
+def _flat_range(prob: _Problem, z: np.ndarray, j: int, r0: np.ndarray) -> tuple[float, float]:
+    """The values of knob ``j`` (the other knobs at ``z``) that leave every residual as at ``z``: the interval
+    around the fitted value, within the physical range (bracketed by a sweep and one refinement)."""
+    k = prob.free[j]
+    if k in FRACTIONS:
+        lo, hi = math.log(_FRACTION_FLOOR), 0.0
+    else:
+        per = prob.launches if k == "kernel_overhead" else np.ones_like(prob.meas)
+        lo, hi = 0.0, float(np.max(prob.meas / per)) / prob.scale
+    ends = []
+    for edge in (lo, hi):
+        a, b = z[j], edge
+        for _ in range(2):
+            xs = np.linspace(a, b, _SWEEP)[1:]
+            zs = np.repeat(z[None], len(xs), axis=0)
+            zs[:, j] = xs
+            flat = np.max(np.abs(prob.residuals(zs) - r0), axis=1) <= _FLAT_ABS
+            first = int(np.argmax(~flat)) if not flat.all() else len(xs)
+            if first == len(xs):
+                a = b
+                break
+            a, b = (xs[first - 1] if first else a), xs[first]
+        ends.append(a)
+    v = prob.theta(np.array([[ends[0] if i == j else z[i] for i in range(len(z))],
+                             [ends[1] if i == j else z[i] for i in range(len(z))]]))[:, KNOBS.index(k)]
+    return float(v[0]), float(v[1])
 
 
 def _identify(prob: _Problem, z: np.ndarray) -> dict:
-    """Which free knobs the measurements determine at ``z``: rank, knobs without effect, entangled groups."""
-    J = _jacobian_central(prob, z)
-    f = J.shape[1]
-    norms = np.linalg.norm(J, axis=0)
-    scale = max(norms.max(), 1e-300)
-    zero = [k for k, nrm in zip(prob.free, norms) if nrm <= 1e-9 * scale or nrm < 1e-12]
-    nz = [j for j, k in enumerate(prob.free) if k not in zero]
-    entangled: list[str] = []
-    rank = 0
-    if nz:
-        Jn = J[:, nz] / norms[nz]
-        s, vt = np.linalg.svd(Jn, compute_uv=True)[1:]
-        tol = 1e-7 * s.max()
-        rank = int((s > tol).sum())
-        if rank < len(nz):
-            null = vt[rank:]  # rows spanning the null space
-            weight = np.abs(null).max(axis=0)
-            entangled = [prob.free[nz[j]] for j in range(len(nz)) if weight[j] > 1e-3]
-    # greedy: keep knobs in KNOBS order while they add rank; the others are the ones to fix
-    keep: list[int] = []
+    """Which free knobs the measurements determine at ``z``.
+
+    The step time is a max (device work against host launches, matrix against memory), so a knob can move the
+    fit on one side of a kink and nothing on the other. A knob is *unseen* when a feasible move of it alone
+    changes no measured time (every value over a range fits the same); knobs are *entangled* when a move of
+    several together changes none. ``to_fix``: the unseen knobs, then (keeping knobs in KNOBS order while no
+    flat move appears among the kept ones) the entangled knobs that must be fixed.
+    """
+    J = _one_sided(prob, z)
+    f = len(z)
+    unseen: dict[str, tuple[float, float]] = {}
     for j in range(f):
-        if prob.free[j] in zero:
-            continue
-        cand = keep + [j]
-        Jc = J[:, cand] / norms[cand]
-        sv = np.linalg.svd(Jc, compute_uv=False)
-        if sv.min() > 1e-7 * sv.max():
-            keep = cand
+        moves = _flat_directions(prob, z, J, [j])
+        flat_up = any(d[j] > 0 for d in moves)
+        flat_down = any(d[j] < 0 for d in moves)
+        if flat_up or flat_down:
+            unseen[prob.free[j]] = _flat_range(prob, z, j, J["r0"])
+    rest = [j for j in range(f) if prob.free[j] not in unseen]
+    keep: list[int] = []
+    for j in rest:
+        if not _flat_directions(prob, z, J, keep + [j]):
+            keep.append(j)
+    entangled: list[str] = []
+    if len(keep) < len(rest):
+        for d in _flat_directions(prob, z, J, rest):
+            entangled += [prob.free[j] for j in rest if d[j] != 0 and prob.free[j] not in entangled]
+    entangled = [k for k in KNOBS if k in entangled]
     to_fix = [prob.free[j] for j in range(f) if j not in keep]
-    return {"rank": rank, "zero": zero, "entangled": entangled, "to_fix": to_fix, "J": J}
-
-
-_ZERO_WHY = {
-    "compute_efficiency": "no measurement is matrix-bound {where}, so its time does not depend on it",
-    "bandwidth_efficiency": "no measurement is memory-bound {where}, so its time does not depend on it",
-    "kernel_overhead": "no measured time depends on it",
-    "step_overhead": "no measured time depends on it",
-}
+    return {"rank": len(keep), "unseen": unseen, "entangled": entangled, "to_fix": to_fix,
+            "states": prob.states(prob.theta(z)[0])}
 
 
 def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: bool) -> str:
     distinct = len(prob.workloads)
+    where = "with the ideal knobs" if few else "at the fit"
     head = (f"cannot calibrate {chip}: {n} measurement{'s' if n != 1 else ''} ({distinct} distinct "
             f"workload{'s' if distinct != 1 else ''}) for {len(prob.free)} free knobs "
             f"({', '.join(prob.free)})")
     lines = [head + (": fewer measurements than free knobs" if few else
-                     f": they determine only {info['rank']} independent combination"
-                     f"{'s' if info['rank'] != 1 else ''} of the knobs")]
-    for k in info["zero"]:
-        lines.append(f"  {k} cannot be identified: "
-                     + _ZERO_WHY[k].format(where="with the ideal knobs" if few else "at the fit"))
+                     f": they determine only {info['rank']} of them")]
+    counts: dict[str, int] = {}
+    for s in info["states"]:
+        counts[s] = counts.get(s, 0) + 1
+    launch = (" (launch-bound: the host's kernel launches outlast the device work; the step takes "
+              "max(device work, launches x kernel_overhead) + step_overhead)") if "launch-bound" in counts else ""
+    lines.append(f"  {where}: " + ", ".join(f"{c} row{'s' if c != 1 else ''} {s}" for s, c in counts.items())
+                 + launch)
+    suggest: dict[str, float] = {}
+    for k, (lo, hi) in info["unseen"].items():
+        rng = (f"every value from {format_knob(k, lo)} to {format_knob(k, hi)} fits the same"
+               if hi - lo > 1e-12 * max(1.0, abs(hi)) else f"it has no effect at {format_knob(k, lo)}")
+        lines.append(f"  {k} cannot be identified: {where}, no measured time depends on it: {rng}")
+        suggest[k] = IDEAL[k] if lo - 1e-15 <= IDEAL[k] <= hi + 1e-15 else (lo if k in OVERHEADS else hi)
     ent = info["entangled"]
+    both = {"kernel_overhead", "step_overhead"}
+    if both <= set(prob.free) and len(set(prob.launches)) == 1 and (both <= set(ent) or both & set(info["unseen"])):
+        L = int(prob.launches[0])
+        lines.append(f"  kernel and step overhead cannot be told apart: every measured step launches the same number "
+                     f"of kernels, {L}, so on every row kernel_overhead either has no effect (device-bound) or adds "
+                     "exactly as step_overhead does (launch-bound); only rows on both sides of the max, with device "
+                     "times the other knobs pin down, would separate them")
     if ent:
-        why = ""
-        if set(ent) >= {"kernel_overhead", "step_overhead"} and len(set(prob.launches)) == 1:
-            why = (f" (every measured step launches the same number of operators, {int(prob.launches[0])}, "
-                   "so kernel and step overhead cannot be told apart)")
-        lines.append(f"  {', '.join(ent)} cannot be identified separately{why}")
+        lines.append(f"  {', '.join(ent)} cannot be identified separately")
     fix = list(info["to_fix"])
     need = len(prob.free) - n if few else 0
     for k in reversed(prob.free):  # fewer rows than knobs: fix at least that many, the last knobs first
@@ -685,10 +855,22 @@ def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: 
             fix.append(k)
     fix = [k for k in KNOBS if k in fix]
     if fix:
+        vals = {k: suggest.get(k, IDEAL[k]) for k in fix}
         lines.append("  fix " + ("it" if len(fix) == 1 else "them") + " with --fix knob=value, e.g. "
-                     + " ".join(f"--fix {k}={'1' if k in FRACTIONS else '0'}" for k in fix)
-                     + " (the ideal value), or add measurements that separate them")
+                     + " ".join(f"--fix {k}={_fix_text(k, vals[k])}" for k in fix)
+                     + (" (the ideal value" + ("s" if len(fix) > 1 else "") if all(vals[k] == IDEAL[k] for k in fix)
+                        else " (a value these measurements cannot rule out")
+                     + "), or add measurements that separate them")
     return "\n".join(lines)
+
+
+def _fix_text(knob: str, v: float) -> str:
+    """A knob value as --fix reads it back: a fraction as a number, an overhead as '0' or with a unit."""
+    if knob in FRACTIONS:
+        return f"{v:.4g}"
+    if v == 0:
+        return "0"
+    return format_knob(knob, v).replace(" ", "")
 
 
 def _resolve_chip(chip):
@@ -883,12 +1065,12 @@ def calibrate(measurements, chip, *, fix: dict | None = None, strict: bool = Fal
 
     bound_t = prob.times(np.array([[IDEAL[k] for k in KNOBS]]))[0]
     fit_t = prob.times(np.array([[values[k] for k in KNOBS]]))[0]
-    loo_pred, loo_note = _leave_one_out(prob, z) if loo else ([None] * n, [""] * n)
+    loo_pred, loo_note, loo_held = _leave_one_out(prob, z, values) if loo else ([None] * n, [""] * n, [()] * n)
     rowfits = []
     for i, m in enumerate(rows):
         lp = loo_pred[i]
         rowfits.append(RowFit(m, float(bound_t[i]), float(fit_t[i]), float(fit_t[i] / m.time_s - 1.0),
-                              lp, None if lp is None else float(lp / m.time_s - 1.0), loo_note[i]))
+                              lp, None if lp is None else float(lp / m.time_s - 1.0), loo_note[i], loo_held[i]))
     result = CalibrationFit(chip=spec, values=values, free=free, fixed=fix, rows=tuple(rowfits),
                             active=tuple(active), unconstrained=unconstrained,
                             measurements_file=measurements_file, chip_path=chip_path)
@@ -930,25 +1112,52 @@ def _active_bounds(prob: _Problem, z: np.ndarray, cost: float) -> list[BoundNote
     return out
 
 
-def _leave_one_out(prob: _Problem, z: np.ndarray) -> tuple[list, list]:
-    """For each row: refit (physical bounds) without it and predict it; None with a note where that refit is
-    not identifiable."""
+def _leave_one_out(prob: _Problem, z: np.ndarray, values: dict) -> tuple[list, list, list]:
+    """For each row: refit (physical bounds) without it and predict it.
+
+    Where the refit without a row cannot identify a knob (often: the row was the only one sensitive to it), that
+    knob is held at the full fit's value for this refit (the knobs the other rows cannot determine near the full
+    fit; then again until the refit is identified) and the note says so: that number is then partly a fit (the
+    held value used the row), not an independent prediction.
+    Returns the predictions, the notes and the held knobs per row.
+    """
     n = len(prob.rows)
     preds: list = [None] * n
     notes: list = [""] * n
-    if n - 1 < len(prob.free):
-        return preds, [f"{n - 1} measurements left for {len(prob.free)} knobs"] * n
+    held: list = [()] * n
+    if n == 1:
+        return preds, ["no other measurement to refit on"], held
     masks = [np.arange(n) != i for i in range(n)]
     fits = _vp(prob, frozenset(), masks, [[z]] * n)
     for i, (m, (zi, _)) in enumerate(zip(masks, fits)):
-        info = _identify(prob.subset(m), zi)
+        sub = prob.subset(m)
+        info = _identify(sub, zi)
         if info["to_fix"]:
-            notes[i] = "knobs not identifiable without it: " + ", ".join(info["to_fix"])
-            continue
-        th = prob.theta(zi)[0]
-        th[:2] = np.minimum(th[:2], 1.0)
-        preds[i] = float(prob.times(th[None])[0][i])
-    return preds, notes
+            # the refit may have stopped anywhere along what it cannot see: hold what the remaining rows cannot
+            # determine near the full fit, where that is known
+            near = _identify(sub, z)
+            info = near if near["to_fix"] else info
+        theta = sub.theta(zi)[0]
+        hold: dict[str, float] = {}
+        while info["to_fix"]:
+            hold.update({k: values[k] for k in info["to_fix"]})
+            free = tuple(k for k in prob.free if k not in hold)
+            fixed = {**prob.fixed, **hold}
+            if not free:
+                theta = np.array([fixed[k] for k in KNOBS])
+                break
+            p2 = _Problem(prob.base, sub.rows, free, fixed)
+            z2, _ = _solve(p2, extra=[p2.z_of(values)])
+            info = _identify(p2, z2)
+            theta = p2.theta(z2)[0]
+        theta[:2] = np.minimum(theta[:2], 1.0)
+        preds[i] = float(prob.times(theta[None])[0][i])
+        if hold:
+            held[i] = tuple(k for k in KNOBS if k in hold)
+            what = ", ".join(f"{k} at {format_knob(k, values[k])}" for k in held[i])
+            notes[i] = (f"without it {', '.join(held[i])} cannot be identified: held at the full fit's value ({what}), "
+                        "which used this row, so this is partly a fit")
+    return preds, notes, held
 
 
 # ---------------------------------------------------------------- writing the chip
@@ -970,7 +1179,7 @@ def calibrated_yaml(fit: CalibrationFit) -> str:
         "",
         f"# calibration: fitted by `dse calibrate` to {fit.measurements_file or 'measurements'}",
         f"#   least squares on {RESIDUAL_KIND}; RMS {fit.rms:.1%}, max {fit.max_abs:.1%};"
-        f" leave-one-out RMS {fit.loo_rms:.1%}, max {fit.loo_max:.1%}",
+        f" leave-one-out {fit.loo_text()}",
     ]
     for b in fit.active:
         lines.append(f"#   bound active: {b.text()}")

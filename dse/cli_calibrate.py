@@ -1,7 +1,8 @@
 """`dse calibrate MEASUREMENTS.csv --chip NAME [--out chip.yaml]` (argument parsing and printing only).
 
 The fit lives in dse.calibrate; this prints the fitted knobs, the residual of
-every measurement next to its leave-one-out prediction error, and any active
+every measurement next to its leave-one-out prediction error (and which knob a
+leave-one-out refit had to hold at the full fit's value), and any active
 physical bound, and writes the calibrated chip file.
 """
 
@@ -52,8 +53,7 @@ def report(fit) -> str:
     out.append("")
     out.append(f"fit        (residuals, these measurements set the knobs):      RMS {fit.rms:.1%}, "
                f"max {fit.max_abs:.1%}")
-    out.append(f"prediction (leave-one-out: each predicted by a fit without it): RMS {fit.loo_rms:.1%}, "
-               f"max {fit.loo_max:.1%}")
+    out.append(f"prediction (leave-one-out: each predicted by a fit without it): {fit.loo_text()}")
     if fit.active:
         out.append("")
         out.append(f"warning: {len(fit.active)} physical bound{'s are' if len(fit.active) > 1 else ' is'} active: "
@@ -88,7 +88,9 @@ def register(sub) -> None:
         description="Fit compute_efficiency, bandwidth_efficiency (in (0, 1]), kernel_overhead and step_overhead "
                     "(>= 0) of one chip to the measured times in a CSV (columns: chip, workload, variant, "
                     "measured_time_s, measured_energy_j, n_samples, source), by least squares on relative "
-                    "residuals; report residuals and leave-one-out errors; write the calibrated chip YAML.")
+                    "residuals; report residuals and leave-one-out errors; write the calibrated chip YAML. A step "
+                    "takes max(device work, launches x kernel_overhead) + step_overhead; a knob no measurement "
+                    "depends on (or two the measurements cannot tell apart) is refused with a --fix suggestion.")
     c.add_argument("measurements", help="measurements CSV (e.g. dse/data/measurements/seed004.csv)")
     c.add_argument("--chip", required=True, help="catalog name or chip file whose rows to fit")
     c.add_argument("--out", help="write the calibrated chip YAML here")

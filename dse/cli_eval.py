@@ -1,8 +1,9 @@
 """`dse eval --chip NAME --workload model:phase:key=value... [--calibrated FILE]` (argument parsing and printing only).
 
 With ``--calibrated`` (a chip YAML written by `dse calibrate`, or a measurements
-CSV fitted on the spot) the table has two columns: the bound (the chip with
-ideal calibration knobs) and the calibrated chip.
+CSV fitted on the spot, with ``--fix KNOB=VALUE`` as in `dse calibrate`) the
+table has two columns: the bound (the chip with ideal calibration knobs) and the
+calibrated chip.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _with_calibrated(args, workload):
     """[ideal chip, calibrated chip], their column labels, and notes (measured value, fit vs prediction)."""
     from pathlib import Path
 
-    from dse.calibrate import IDEAL, calibrate, canonical_workload, load_measurements
+    from dse.calibrate import IDEAL, calibrate, canonical_workload, format_knob, load_measurements, parse_fix
     from dse.errors import SpecError
     from dse.hardware import load_chip, with_overrides
 
@@ -82,12 +83,14 @@ def _with_calibrated(args, workload):
                                   for k, v in IDEAL.items()})
     path = Path(args.calibrated)
     notes: list[str] = []
+    fix = parse_fix(args.fix)
     if path.suffix.lower() == ".csv":
         rows = load_measurements(path)
-        fit = calibrate(rows, args.chip[0], measurements_file=str(path))
+        fit = calibrate(rows, args.chip[0], fix=fix, measurements_file=str(path))
         cal = fit.chip
-        notes.append(f"calibrated: fitted now to {len(fit.rows)} measurements in {path} "
-                     f"(fit RMS {fit.rms:.1%}; leave-one-out prediction RMS {fit.loo_rms:.1%}, max {fit.loo_max:.1%})")
+        fixed = "".join(f", {k} fixed at {format_knob(k, v)}" for k, v in fit.fixed.items())
+        notes.append(f"calibrated: fitted now to {len(fit.rows)} measurements in {path}{fixed} "
+                     f"(fit RMS {fit.rms:.1%}; leave-one-out prediction {fit.loo_text()})")
         for b in fit.active:
             notes.append(f"  bound active: {b.text()}")
         here = canonical_workload(args.workload)
@@ -99,8 +102,12 @@ def _with_calibrated(args, workload):
                     f"{format_quantity(m.time_s, 'time')}; this workload is one of the fitted measurements, so the "
                     f"calibrated time is a fit ({r.residual:+.1%}), not a prediction; without it the fit predicts "
                     + (f"{format_quantity(r.loo_predicted_s, 'time')} ({r.loo_error:+.1%})"
+                       + (f" ({r.loo_note})" if r.loo_note else "")
                        if r.loo_predicted_s is not None else f"nothing ({r.loo_note})"))
     else:
+        if fix:
+            raise SpecError(f"--fix holds a knob of a fit: it applies to --calibrated MEASUREMENTS.csv, not to the "
+                            f"chip file {path} (its calibration is already fixed)")
         cal = load_chip(path)
         if cal.name != spec.name:
             raise SpecError(f"--calibrated {path}: the file is chip '{cal.name}', not '{spec.name}' (--chip)")
@@ -118,4 +125,7 @@ def register(sub) -> None:
     e.add_argument("--calibrated", metavar="FILE",
                    help="a calibrated chip YAML (`dse calibrate --out`) or a measurements CSV to fit now: shows the "
                         "bound (ideal) and the calibrated time side by side")
+    e.add_argument("--fix", action="append", default=[], metavar="KNOB=VALUE",
+                   help="with --calibrated MEASUREMENTS.csv: hold a calibration knob fixed in the fit, e.g. "
+                        "--fix compute_efficiency=1 (repeatable; as in `dse calibrate`)")
     e.set_defaults(func=_eval)

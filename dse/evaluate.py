@@ -184,6 +184,23 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
     # no more splits than the L2 holds partial sums for: (split - 1) FP32 outputs, written and read back
     fits = 1 + np.floor(l2 / np.maximum(ops.m * ops.n * ops.batch * 4.0 * 2, 1.0))
     split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, np.minimum(ksteps, fits))
+    # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
+    # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
+    # operator down (for a fixed tile, waves = ceil(work / units) only falls as units grow)
+    short = tiles * split < units
+    if np.any(short):
+        t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
+        t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
+        tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
+        tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
+        tiles2 = np.ceil(ops.m / tm2) * np.ceil(ops.n / tn2) * ops.batch
+        split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, np.minimum(ksteps, fits))
+
+        def matrix_time(tm_, tn_, tiles_, split_):  # waves x (work per tile per split), up to a common factor
+            return np.ceil(tiles_ * split_ / units) * tm_ * tn_ / split_
+
+        better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
+        tm, tn, split = np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
     return tm, tn, tk, split
 
 
@@ -201,8 +218,14 @@ def default_tiles(chips: Chips, ops: OpTable):
     N, O = chips.n, len(ops.names)
     cols = [chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
             chips.get("matrix.instruction.k", 16)[:, None], chips.get("local_buffer", 0.0)[:, None],
-            chips.total_units[:, None], (chips.get("l2", 0.0) * chips["dies"])[:, None]]
+            chips.total_units[:, None], _psum_capacity(chips)[:, None]]
     return tuple(np.broadcast_to(x, (N, O)) for x in _tiles(*cols, ops))
+
+
+def _psum_capacity(chips: Chips) -> np.ndarray:
+    """Where split-K partial sums can live on chip: L2, or the SRAM main memory of an SRAM-only chip."""
+    l2 = chips.get("l2", 0.0) * chips["dies"]
+    return np.where(chips.get("memory.kind", 0.0) == 2, np.maximum(l2, chips.get("memory.capacity", 0.0)), l2)
 
 
 # chip inputs the model reads: (name in the block, dotted chip key or a derived name, default)
@@ -238,6 +261,7 @@ def _chip_columns(chips: Chips, ops: OpTable) -> dict[str, np.ndarray]:
         else:
             a = chips.get(key, default)
         cols[name] = _column(np.asarray(a, dtype=float))
+    cols["psum"] = _column(_psum_capacity(chips))
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
     fpc_cols, ef_cols = {}, {}
     for fmt in sorted(set(ops.formats)):
@@ -279,6 +303,10 @@ def _sum(x, cnt):
     return np.atleast_2d(x * cnt).sum(axis=1)
 
 
+#: Lowest sustained clock modelled (fraction of peak); below it the design breaks its TDP.
+MIN_CLOCK_RATIO = 0.05
+
+
 def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) -> dict:
     """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
     clock, units, ceff = c["clock"], c["units"], c["ceff"]
@@ -289,7 +317,7 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     if tiles is None:
-        tm, tn, tk, split = _tiles(im, inn, ik, c["buf"], units, l2, ops)
+        tm, tn, tk, split = _tiles(im, inn, ik, c["buf"], units, c["psum"], ops)
     else:
         tm, tn, tk, split = tiles
     g = ops.is_gemm
@@ -372,18 +400,30 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     if rom is not None:
         E_mem_op = E_mem_op + bytes_w * e_w
 
-    # ---- power ceiling: sustained clock (seed 004 §4.1.3), for compute-bound work at peak rate
+    # ---- power ceiling: sustained clock per operator (seed 004 §4.1.3). While an operator runs, the chip
+    # draws static power + its memory traffic's power + the compute units' power; at the peak clock the
+    # compute units draw E_compute / (time the matrix unit is busy). When that exceeds TDP - static -
+    # memory power, the clock falls: in proportion at fixed voltage, as the cube root when the voltage
+    # scales (P ~ f V^2 ~ f^3). This is the seed's b = (TDP - P_mem) / F_peak vs e, operator by operator,
+    # so an operator's throttling does not depend on the tiles of another (the CP-SAT tile optimum per
+    # operator stays the workload's optimum). A clock below MIN_CLOCK_RATIO of peak is held there: such a
+    # design breaks its TDP (peak_power_w > tdp), which the tdp constraint reports.
     static, tdp = c["static"], c["tdp"]
     pf_cnt = padded_flops * cnt
     tot_padded = pf_cnt.sum(axis=1, keepdims=True)
     E_compute = _sum(E_compute_op, cnt)
-    e_per_flop = np.where(tot_padded > 0, E_compute[:, None] / np.maximum(tot_padded, 1.0), 0.0)
     peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
-    p_mem_full = pw.memory_power(bw, e_mem)
     with np.errstate(divide="ignore", invalid="ignore"):
-        budget = pw.energy_budget_per_flop(tdp, peak_main, p_mem_full, static)
+        t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the peak clock
+        t_m1 = np.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
+        t_busy1 = np.maximum(np.maximum(t_m1, t_vector), t_memory)
+        p_mem_op = np.where(t_busy1 > 0, E_mem_op / t_busy1, 0.0)
+        busy_c = np.maximum(np.maximum(t_c1, t_vector), t_memory)
+        p_comp_op = np.where(busy_c > 0, E_compute_op / busy_c, 0.0)
     vs = c["vscale"] > 0.5
-    cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(budget, e_per_flop, vs), 1.0)
+    cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(tdp - static - p_mem_op, p_comp_op, vs), 1.0)
+    cr = np.maximum(cr, MIN_CLOCK_RATIO)
+    cr = np.where(np.isfinite(cr), cr, 1.0)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
     if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
@@ -398,13 +438,20 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
 
     koh = c["koh"]
     t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
-    t_op = t_busy + koh
+    # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
+    # takes the longer of the device's busy time and the host's launch time for all its kernels
+    t_op = t_busy
     # bound: the first resource with the largest time (matrix, vector, memory)
     bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
+    # the sustained clock reported per point: the FLOP-weighted mean of the operators' clocks
+    cr_point = np.where(tot_padded > 0, (cr * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0),
+                        cr.min(axis=1, keepdims=True))
 
     step_oh = c["step_oh"][:, 0]
     tw = t_op * cnt
-    time_s = tw.sum(axis=1) + step_oh
+    launches = (koh * cnt).sum(axis=1)
+    device = tw.sum(axis=1)
+    time_s = np.maximum(device, launches) + step_oh
     E_mem = _sum(E_mem_op, cnt)
     E_static = static[:, 0] * time_s
     energy = E_compute + E_mem + E_static
@@ -421,7 +468,7 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(3)]
     w = info
     tokens, flops = w["tokens"], w["flops"]
-    cr1 = cr[:, 0]
+    cr1 = cr_point[:, 0]
     peak_fmt = peak_main[:, 0]
     out = {
         "time_s": time_s,
@@ -435,7 +482,7 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         "t_memory_compulsory_s": _sum(t_comp, cnt),
         "t_read_s": t_read,
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
-        "t_overhead_s": (koh * cnt).sum(axis=1) + step_oh,
+        "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],
         "time_memory_bound_s": t_bound[2],

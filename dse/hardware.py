@@ -365,6 +365,8 @@ def param_dimension(key: str) -> str | None:
     from pydantic import BaseModel
 
     model: type[BaseModel] = ChipSpec
+    if not isinstance(key, str):  # a YAML key such as `true:` or `12:`
+        raise SpecError(f"{key!r}: a chip parameter name is a dotted name like 'hbm.stacks', got {type(key).__name__}")
     parts = key.split(".")
     for i, part in enumerate(parts):
         field = model.model_fields.get(part)

@@ -184,6 +184,47 @@ def _space(section, problems: _Problems) -> list[SpaceEntry]:
 WORKLOAD_PARAMS = ("formats.weights", "formats.activations", "formats.kv", "batch", "context")
 
 
+def _check_workload_space(space, workloads, problems: _Problems) -> None:
+    """Every value a workload parameter can take must make valid workloads (else the run fails late).
+
+    Applies each choice (or both ends of a range) to every workload as the
+    study's evaluation does (formats by name; batch and context as whole
+    numbers >= 1) and builds it.
+    """
+    import re
+
+    from dse.workload import build
+
+    for e in space:
+        if not e.name.startswith(WORKLOAD_PARAM_PREFIX):
+            continue
+        sub = e.name[len(WORKLOAD_PARAM_PREFIX):]
+        path = ("space", e.name)
+        values = list(e.choices) if e.kind == "choice" else [e.low, e.high]
+        for v in values:
+            if sub in ("batch", "context") and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                                or not float(v).is_integer() or v < 1):
+                problems.at(path, f"{sub} takes whole numbers >= 1, got {v!r}")
+                break
+            bad = None
+            for body, _ in workloads:
+                b = dict(body)
+                if sub.startswith("formats."):
+                    b["formats"] = {**dict(b.get("formats") or {}), sub.split(".", 1)[1]: v}
+                elif "model" in b:
+                    b[sub] = int(v)
+                else:
+                    continue
+                try:
+                    build(b)
+                except SpecError as err:
+                    bad = re.sub(r"^\S+:\d+:\d+ ", "", err.problems[0])
+                    break
+            if bad is not None:
+                problems.at(path, f"the value {v!r} makes an invalid workload: {bad}")
+                break
+
+
 def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     """Read and validate a study file; every problem is reported at once."""
     from dse import registry
@@ -210,6 +251,9 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     # workloads (one mapping or a list), each with an optional weight
     workloads = []
     wl = data.get("workloads")
+    if "workloads" in data and (wl is None or wl == []):
+        P.at(("workloads",), "expected at least one workload, e.g. {model: qwen3-8b, phase: decode, batch: 1, "
+                             "context: 8192}")
     if wl is not None:
         items = wl if isinstance(wl, list) else [wl]
         for i, item in enumerate(items):
@@ -250,9 +294,10 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         except SpecError as e:
             f, (line, col) = locate(data, ("base",))
             P.items.extend(m if ":" in m.split(" ")[0] else f"{f}:{line}:{col} base: {m}" for m in e.problems)
-    overrides = dict(data.get("overrides") or {})
-    if not isinstance(data.get("overrides") or {}, dict):
-        P.at(("overrides",), "expected a mapping of chip parameter: value")
+    if isinstance(data.get("overrides") or {}, dict):
+        overrides = dict(data.get("overrides") or {})
+    else:
+        P.at(("overrides",), f"expected a mapping of chip parameter: value, got {data.get('overrides')!r}")
         overrides = {}
     overrides.update(overrides_cli or {})
     if base is not None and overrides:
@@ -263,6 +308,7 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
             P.items.extend(f"{f}:{line}:{col} overrides: {m}" for m in e.problems)
 
     space = _space(data.get("space") or {}, P) if "space" in data else []
+    _check_workload_space(space, workloads, P)
 
     # constraints and objectives via the registry
     extra = {}

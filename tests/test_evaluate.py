@@ -17,7 +17,20 @@ from dse.hardware import Chips, load_chip
 
 GiB = 2**30
 BASES = ("h100", "a100", "rtx-4090", "b200", "apple-m3-ultra")
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: the same examples on every run, so CI is deterministic (explore with a larger max_examples)
+SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _only_the_power_ceiling_slows(chips: Chips, wl, a) -> None:
+    """Point 1 has more of a resource than point 0. Without a TDP it is never slower; with one, it may be
+    slower only where the power ceiling binds (seed 004 §4.1.3): its time then exceeds its time without a TDP."""
+    t0, t1 = a["time_s"]
+    if t1 <= t0 * (1 + 1e-12):
+        return
+    free = Chips(dict(chips.arrays, tdp=np.full(2, np.inf)), chips.formats)
+    b = evaluate_arrays(free, wl)
+    assert b["time_s"][1] <= b["time_s"][0] * (1 + 1e-12)
+    assert t1 > b["time_s"][1] * (1 + 1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +85,12 @@ def _pair(base, key, lo, hi, **fixed) -> Chips:
        clock=st.floats(0.3e9, 3e9), tdp=tdps, voltage_scaling=st.sampled_from([0.0, 1.0]))
 def test_more_units_are_never_slower(base, wl, units, more, clock, tdp, voltage_scaling):
     """More compute units never increase time, unless the power ceiling lowered the clock (seed 004 §4.1.3)."""
-    a = evaluate_arrays(_pair(base, "units", units, units + more, clock=clock, tdp=tdp,
-                              **{"power.voltage_scaling": voltage_scaling}), wl)
-    t0, t1 = a["time_s"]
+    chips = _pair(base, "units", units, units + more, clock=clock, tdp=tdp,
+                  **{"power.voltage_scaling": voltage_scaling})
+    a = evaluate_arrays(chips, wl)
     assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
     assert a["t_matrix_ideal_s"][1] <= a["t_matrix_ideal_s"][0] * (1 + 1e-12)
-    if np.isinf(tdp):
-        assert t1 <= t0 * (1 + 1e-12)
-    elif t1 > t0 * (1 + 1e-12):
-        assert a["clock_ratio"][1] < a["clock_ratio"][0]
+    _only_the_power_ceiling_slows(chips, wl, a)
 
 
 @settings(max_examples=40, **SETTINGS)
@@ -89,17 +99,14 @@ def test_more_units_are_never_slower(base, wl, units, more, clock, tdp, voltage_
 def test_more_bandwidth_is_never_slower(base, wl, bw, factor, tdp):
     """More memory bandwidth never increases time, unless the power ceiling lowered the clock.
 
-    (The seed's power budget reserves memory power at full bandwidth, b = (TDP - P_mem) / F: with a TDP,
-    a wider memory leaves less power to compute, seed 004 §4.1.3.)
+    (Under a TDP, memory traffic and compute share the power: moving the same bytes faster draws more
+    memory power and leaves less for compute, seed 004 §4.1.3.)
     """
-    a = evaluate_arrays(_pair(base, "memory.bandwidth", bw, bw * factor, tdp=tdp), wl)
-    t0, t1 = a["time_s"]
+    chips = _pair(base, "memory.bandwidth", bw, bw * factor, tdp=tdp)
+    a = evaluate_arrays(chips, wl)
     assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
     assert a["t_read_s"][1] <= a["t_read_s"][0] * (1 + 1e-12)
-    if np.isinf(tdp):
-        assert t1 <= t0 * (1 + 1e-12)
-    elif t1 > t0 * (1 + 1e-12):
-        assert a["clock_ratio"][1] < a["clock_ratio"][0]
+    _only_the_power_ceiling_slows(chips, wl, a)
 
 
 @settings(max_examples=15, **SETTINGS)
@@ -152,10 +159,12 @@ def test_time_and_energy_are_positive_and_finite(base, wl, units, clock, tdp, l2
         assert np.isfinite(a[key]).all() and (a[key] >= 0).all(), key
     assert (0 < a["clock_ratio"]).all() and (a["clock_ratio"] <= 1).all()
     assert (a["mbu"] <= 1 + 1e-9).all()
-    # the step's time is split over the resources that bound its operators (kernel overheads included)
+    # the step's time is the device time split over the resources that bound its operators, or the host's
+    # launch time when that is longer (launches overlap device work, seed 004 §4.8.1)
     parts = a["time_matrix_bound_s"] + a["time_vector_bound_s"] + a["time_memory_bound_s"]
-    assert a["time_s"] == pytest.approx(parts, rel=1e-9)
-    assert a["t_overhead_s"] == pytest.approx(koh * sum(o.count for o in wl.ops), rel=1e-9)
+    launches = koh * sum(o.count for o in wl.ops)
+    assert a["time_s"] == pytest.approx(np.maximum(parts, launches), rel=1e-9)
+    assert a["t_overhead_s"] == pytest.approx(np.maximum(launches - parts, 0.0), rel=1e-9, abs=1e-15)
     assert a["energy_j"] == pytest.approx(a["energy_memory_j"] + a["energy_compute_j"] + a["energy_static_j"])
 
 
@@ -244,14 +253,17 @@ def test_one_row_gemm_pads_to_the_narrow_side_of_the_instruction():
 
 
 def test_split_k_stops_where_partial_sums_leave_the_l2():
-    wl = gemm_wl(1024, 1024, 16384)
-    chips = Chips.from_base(load_chip("h100"), 2, {"l2": [1e6, 200e6]})
+    """One 64 x 64 output tile over a long K: split-K spreads it over the units only as far as the L2 holds the
+    partial sums (more units must never mean partial sums spilled to memory)."""
+    wl = gemm_wl(64, 64, 65536)
+    chips = Chips.from_base(load_chip("h100"), 2, {"l2": [1e4, 50e6]})
     df = evaluate(chips, wl, breakdown=True)
     split = df.attrs["operators"].split.to_numpy()
     assert split[0] == 1 and split[1] > 1
-    # the big L2 holds the partial sums (and the operands): each operand read once
-    assert df.bytes_memory[1] == df.bytes_compulsory[1]
+    # no partial sums in memory either way: each operand read once
+    assert (df.bytes_memory == df.bytes_compulsory).all()
     assert df.bytes_requested[1] > df.bytes_requested[0]  # the partial sums go through the L2
+    assert df.t_matrix_s[1] < df.t_matrix_s[0] / 10
 
 
 def test_given_tiles_equal_the_default_ones(decode_8k):
@@ -260,6 +272,13 @@ def test_given_tiles_equal_the_default_ones(decode_8k):
     a, b = evaluate_arrays(chips, decode_8k), evaluate_arrays(chips, decode_8k, tiles=tiles)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_one_more_unit_never_slows_a_small_gemm():
+    """The default tiling keeps the faster of its candidate tilings, each non-increasing in units."""
+    wl = W.Workload(name="g", phase="ops", ops=(W.gemm("g", 1, 2017, 1, batch=2),))
+    t = evaluate_arrays(Chips.from_base(load_chip("a100"), 2, {"units": [30, 31], "tdp": np.inf}), wl)["time_s"]
+    assert t[1] <= t[0]
 
 
 def test_wave_quantization():

@@ -58,11 +58,33 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _data_loc(data, raw: tuple) -> tuple:
+    """pydantic's error location without its own steps (``function-after[...]``, union tags).
+
+    A step that is a key of the data at that point is always kept, even if it
+    looks like one of pydantic's (a user's key may contain '[').
+    """
+    out, node = [], data
+    for p in raw:
+        if isinstance(node, dict) and p in node:
+            out.append(p)
+            node = node[p]
+        elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            out.append(p)
+            node = node[p]
+        elif isinstance(p, str) and ("[" in p or p.startswith("function-")):
+            continue
+        else:
+            out.append(p)
+            node = None
+    return tuple(out)
+
+
 def problems_from(err: ValidationError, data, model: type[BaseModel], prefix: tuple = ()) -> list[str]:
     """Turn a pydantic ValidationError into located, human messages."""
     out = []
     for e in err.errors(include_url=False):
-        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+        loc = _data_loc(data, e["loc"])
         path = ".".join(str(p) for p in prefix + loc) or "(top level)"
         kind = e["type"]
         if kind == "extra_forbidden":

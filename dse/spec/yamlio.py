@@ -103,6 +103,8 @@ def load_yaml_text(text: str, file: str = "<string>"):
         raise SpecError(f"{file}: YAML nested too deeply") from None
     if data is None:
         raise SpecError(f"{file}:1:1: the file is empty; expected a YAML mapping")
+    if not isinstance(data, (LocDict, LocList)):  # a bare scalar cannot carry its file: say it here
+        raise SpecError(f"{file}:1:1: expected a YAML mapping, got a single {type(data).__name__} ({str(data)[:40]!r})")
     return data
 
 

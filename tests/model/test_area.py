@@ -113,6 +113,14 @@ def test_every_chip_with_a_published_area_is_checked():
             "tpu-v1", "groq-tsp", "cerebras-wse-3", "mi300x", "mi355x"} <= names
 
 
+@pytest.mark.parametrize("name", [s.name for s in catalog()])
+def test_every_area_override_says_where_it_comes_from(name):
+    spec = load_chip(name)
+    a = spec.area
+    if a.unit_logic is not None or a.uncore is not None or a.io is not None or a.reticle_fields != 1:
+        assert a.notes and a.source, f"{name}: an area override needs notes (its derivation) and a source"
+
+
 def test_one_die_one_area():
     # the RTX 5090 and the RTX PRO 6000 are the same GB202 die: the 5090's disabled L2 slices sit in its uncore
     a = package_area(Chips.from_specs([load_chip("rtx-5090"), load_chip("rtx-pro-6000")]))

@@ -349,16 +349,24 @@ def test_tdp_energy_budget():
     approx(cid, "memory_power_w", p_mem)
     b = pw.energy_budget_per_flop(base["tdp"], base.peak_flops("bf16"), p_mem, base["power.static"])[0]
     approx(cid, "budget_pj_per_flop", b * 1e12)
-    gemm = qproj(4096, k=4096)  # compute-bound: all its energy is matrix work at e per FLOP
+    # The seed's scenario: HBM streams at full bandwidth (106 W) while the matrix unit runs at peak.
+    # An operator does both when it sits exactly at the ridge point: give the chip the bandwidth that makes
+    # this GEMM's memory time equal its compute time (bytes x F / FLOPs, from the workload's own counts), and
+    # the energy per byte that makes full-bandwidth memory power the seed's 106.4 W.
+    gemm = qproj(128, n=128 * 132, k=4096)  # 132 output tiles of 128 x 128: one full wave on 132 SMs
+    op = gemm.ops[0]
+    ridge_bw = (op.a_bytes + op.b_bytes + op.c_bytes) * base.peak_flops("bf16")[0] / op.flops
+    e_mem = p_mem / ridge_bw
     for scaling, key in ((False, "sustained_clock_fixed_voltage"), (True, "sustained_clock_voltage_scaling")):
-        spec = variant("h100", {"name": f"h100-e1.5b-vs{int(scaling)}",
-                                "energy": {"memory": _pj("hbm2", "pJ/B")},
+        spec = variant("h100", {"name": f"h100-e1.5b-vs{int(scaling)}", "l2": "1 GB",
                                 "power": {"static": "0 W", "voltage_scaling": scaling}})
-        chips = Chips.from_base(spec, 2, {**NO_ON_CHIP_ENERGY, "energy.flop.bf16": [b, 1.5 * b]})
-        df = evaluate(chips, gemm)
+        chips = Chips.from_base(spec, 2, {**NO_ON_CHIP_ENERGY, "memory.bandwidth": ridge_bw,
+                                          "energy.memory": e_mem, "energy.flop.bf16": [b, 1.5 * b]})
+        df = evaluate(chips, gemm, tiles=(128, 128, 64, 1))
+        assert df.t_memory_s[0] == pytest.approx(df.t_matrix_s[0], rel=1e-9)  # at the ridge at peak clock
         assert df.clock_ratio[0] == pytest.approx(1.0)  # e = b: the peak clock holds
         approx(cid, key, df.clock_ratio[1])
-        # the throttled chip is slower by the clock ratio
+        # the throttled chip's matrix time grows by the clock ratio
         assert df.t_matrix_s[1] == pytest.approx(df.t_matrix_s[0] / df.clock_ratio[1], rel=1e-12)
 
 

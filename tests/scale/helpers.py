@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def storage_for(kind: str, tmp_path: Path) -> str | None:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'shared.db'}"
     url, reason = server_url()
-    if url is None:
+    if url is None:  # a warning too, so that a plain `pytest -q` shows why
+        warnings.warn(f"PostgreSQL tests skipped: {reason}", stacklevel=2)
         pytest.skip(f"PostgreSQL tests skipped: {reason}")
     return fresh_database(url)
 

@@ -1,0 +1,265 @@
+"""Fuzz the study files: random and mutated YAML must end in a located DseError or a valid run.
+
+Examples start from the shipped studies (studies/*.yaml) and mutate them:
+wrong types, missing and extra keys, odd units, huge, negative and
+non-finite numbers, deep nesting, non-UTF-8 bytes, byte-level damage, and
+wholly random YAML. Each is written to a file and checked with ``dse
+validate`` (:func:`dse.validation.validate_file`) and ``load_study``. The
+outcome must be a :class:`DseError` whose message names where the problem is
+(the file, with a line where the YAML has one), never another exception. A
+sample of the files that validate is run (2 trials, nothing written but the
+journal, in one process, in a temp folder): a run ends in a table or in a DseError.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+import string
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+
+from dse.errors import DseError, InfeasibleError, SolverError, SpecError
+from dse.study import run_study
+from dse.study_spec import load_study
+from dse.validation import validate_file
+
+ROOT = Path(__file__).resolve().parents[2]
+BASES = {p.name: p.read_text() for p in sorted((ROOT / "studies").glob("*.yaml"))}
+PARSED = {k: yaml.safe_load(v) for k, v in BASES.items()}
+RUN_EVERY = 12  # about one validating example in RUN_EVERY is also run (runs cost ~0.2 s, validation ~20 ms)
+DEEP = 400  # nesting depth of the deep-nesting mutation
+
+# ------------------------------------------------------------ values
+
+ODD_UNITS = ["3.35 TB/s", "80 GiB", "80 Gb", "80", "GB", "", "  ", "-5 W", "0 W", "1e400 GHz", "nan GHz",
+             "inf W", "-inf s", "5 furlongs", "1.5 GHz GHz", "1,5 GHz", "1_000 MB", "0x10 MB", "1e-400 s",
+             "∞ W", "２ GHz", "1.2.3 GHz", "  1.4  GHz ", "1.4GHz", "1.4 ghz", "1.4 Hz/s", "700 mW", "3 TB/s/s",
+             "1e308 TB", "-0 GB", "+2 GHz", "12 mm^2", "12 mm2", "800 mm²", "9" * 400 + " GB", "1 GiB/s",
+             "bf16", "fp8", "h100-sxm", "null", "~", "yes", "no", "on", ".nan", "!!binary", "%", "{", "[]"]
+NUMBERS = [0, 1, -1, 2, 3, 7, 1000, -1000, 2**31, 2**63, -(2**63), 2**64 + 1, 10**400 // 10**100,
+           0.0, -0.0, 0.5, -0.5, 1e-300, 1e300, 1e308, -1e308, math.inf, -math.inf, math.nan]
+
+scalars = st.one_of(
+    st.sampled_from(NUMBERS),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(ODD_UNITS),
+    st.text(max_size=30),
+    st.text(alphabet=string.ascii_letters + string.digits + " ._-/", max_size=20),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.one_of(st.text(max_size=12), st.integers(), st.booleans()),
+                                            inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _paths(node, prefix=()):
+    """Every path (tuple of keys/indices) into a parsed YAML tree, the root included."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+def _get(node, path):
+    for p in path:
+        node = node[p]
+    return node
+
+
+def _nest(value, depth: int, kind: str):
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"k": value}
+    return value
+
+
+# ------------------------------------------------------------ mutations of a parsed study
+
+
+@st.composite
+def mutated_tree(draw):
+    name = draw(st.sampled_from(sorted(PARSED)))
+    data = copy.deepcopy(PARSED[name])
+    for _ in range(draw(st.integers(1, 4))):
+        paths = list(_paths(data))
+        path = draw(st.sampled_from(paths))
+        op = draw(st.sampled_from(["replace", "replace", "delete", "extra", "typo", "unit", "number", "deep",
+                                   "wrap", "unwrap"]))
+        if not path:
+            if op in ("replace", "deep"):
+                data = draw(values) if op == "replace" else _nest(data, DEEP, draw(st.sampled_from(["list", "dict"])))
+            continue
+        parent, key = _get(data, path[:-1]), path[-1]
+        if op == "replace":
+            parent[key] = draw(values)
+        elif op == "delete":
+            del parent[key]
+        elif op == "extra":
+            target = _get(data, path) if isinstance(_get(data, path), dict) else parent
+            if isinstance(target, dict):
+                target[draw(st.one_of(st.text(max_size=10), st.integers(), st.booleans()))] = draw(values)
+            else:
+                target.append(draw(values))
+        elif op == "typo" and isinstance(parent, dict) and isinstance(key, str) and key:
+            i = draw(st.integers(0, len(key) - 1))
+            new = key[:i] + draw(st.sampled_from(["", "x", key[i] * 2, key[i].upper(), "-", "_", " "])) + key[i + 1:]
+            parent[new] = parent.pop(key)
+        elif op == "unit":
+            parent[key] = draw(st.sampled_from(ODD_UNITS))
+        elif op == "number":
+            parent[key] = draw(st.sampled_from(NUMBERS))
+        elif op == "deep":
+            parent[key] = _nest(parent[key], DEEP, draw(st.sampled_from(["list", "dict"])))
+        elif op == "wrap":
+            parent[key] = draw(st.sampled_from([[parent[key]], {"value": parent[key]}, str(parent[key])]))
+        elif op == "unwrap":
+            v = parent[key]
+            if isinstance(v, list) and v:
+                parent[key] = v[0]
+            elif isinstance(v, dict) and v:
+                parent[key] = next(iter(v.values()))
+    return data
+
+
+def _dump(data) -> bytes:
+    try:
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).encode("utf-8")
+    except (yaml.YAMLError, RecursionError, UnicodeEncodeError):  # not representable: a plain repr instead
+        return repr(data).encode("utf-8", "surrogatepass")
+
+
+@st.composite
+def damaged_text(draw):
+    """Byte-level damage to a shipped study: non-UTF-8 bytes, cut, duplicated or re-indented lines."""
+    raw = BASES[draw(st.sampled_from(sorted(BASES)))].encode("utf-8")
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["bytes", "cut", "dup", "indent", "delete_line", "swap", "tab", "bom"]))
+        lines = raw.split(b"\n")
+        i = draw(st.integers(0, max(len(lines) - 1, 0)))
+        if op == "bytes":
+            pos = draw(st.integers(0, len(raw)))
+            junk = draw(st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3", b"\x80\x81", b"\x00", b"\xed\xa0\x80",
+                                         b"\xef\xbb\xbf", b"\t", b"\r", b"'", b'"', b"&a *a", b"!!python/object:os.system"]))
+            raw = raw[:pos] + junk + raw[pos:]
+        elif op == "cut":
+            raw = raw[: draw(st.integers(0, len(raw)))]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+            raw = b"\n".join(lines)
+        elif op == "indent":
+            lines[i] = b" " * draw(st.integers(1, 7)) + lines[i]
+            raw = b"\n".join(lines)
+        elif op == "delete_line":
+            del lines[i]
+            raw = b"\n".join(lines)
+        elif op == "swap" and len(lines) > 1:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+            raw = b"\n".join(lines)
+        elif op == "tab":
+            lines[i] = lines[i].replace(b"  ", b"\t")
+            raw = b"\n".join(lines)
+        elif op == "bom":
+            raw = b"\xef\xbb\xbf" + raw
+    return raw
+
+
+random_yaml = st.one_of(
+    values.map(_dump),
+    st.binary(max_size=200),
+    st.text(alphabet=":-[]{}!&*#|>'\"%@`, \n\tabc01", max_size=120).map(lambda t: t.encode("utf-8")),
+    st.sampled_from([b"[" * 5000, b"{a: " * 3000, b"- " * 3000 + b"x", b"&a [*a]", b"a: &a [*a, *a]",
+                     b"!!python/object/apply:os.system ['echo pwned']", b"!!python/name:os.system",
+                     b"a: !!binary AAAA", b"a: !!set {x, y}", b"? [a, b]\n: c", b"<<: {a: 1}", b"---\n---\n",
+                     b"a: 1\na: 2", b"\xff\xfe", b"", b"   ", b"# only a comment", b"null", b"[]", b"42"]),
+)
+
+examples = st.one_of(mutated_tree().map(_dump), mutated_tree().map(_dump), damaged_text(), random_yaml)
+
+# ------------------------------------------------------------ the property
+
+
+LOCATED = re.compile(r"\.ya?ml(:\d+)?")
+
+
+def _located(msg: str, path: Path) -> bool:
+    """The message names the study file (or another YAML file it points to) where the problem is."""
+    return path.name in msg or bool(LOCATED.search(msg))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+_counter = iter(range(10**9))
+
+
+def _check(folder: Path, raw: bytes, run_ticket: int) -> str:
+    i = next(_counter)
+    path = folder / f"fuzz{i}.yaml"
+    path.write_bytes(raw)
+    note(f"file {path}:\n{raw[:3000]!r}")
+    outcome = "valid"
+    for check in (validate_file, load_study):
+        try:
+            check(path)
+        except DseError as e:
+            msg = str(e)
+            assert msg.strip(), f"{check.__name__}: an empty error message"
+            assert _located(msg, path), f"{check.__name__}: error without a location: {msg!r}"
+            outcome = "error"
+        except Exception as e:  # the bug this test hunts
+            if isinstance(e, DseError):
+                raise
+            raise AssertionError(f"{check.__name__} raised {type(e).__name__}: {e}") from e
+        else:
+            if check is validate_file and outcome == "valid":
+                continue
+    if outcome == "valid" and run_ticket == 0:
+        try:
+            spec = load_study(path)
+        except DseError:
+            return outcome
+        if spec.solver.storage is not None:  # a storage the file names (maybe relative to the cwd): not here
+            return outcome
+        out = folder / f"run{i}"
+        try:
+            trials = 200 if spec.solver.method == "grid" else 2  # a grid needs its size (the shipped ones: <= 180)
+            table = run_study(path, trials=trials, workers=1, storage=None, out=out, write=False)
+            assert len(table) <= trials
+            outcome = "ran"
+        except InfeasibleError:
+            outcome = "ran"
+        except SpecError as e:
+            assert _located(str(e), path), f"run: error without a location: {e}"
+            outcome = "run-error"
+        except (SolverError, DseError):
+            outcome = "run-error"
+    return outcome
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(raw=examples, run_ticket=st.integers(0, RUN_EVERY - 1))
+def test_study_files_fail_cleanly_or_run(folder, raw, run_ticket):
+    event(_check(folder, raw, run_ticket))
+
+
+def test_shipped_files_validate():
+    for name in BASES:
+        assert validate_file(ROOT / "studies" / name) in ("study", "whatif")
