@@ -241,7 +241,15 @@ _INPUTS = (
     ("e_mem", "energy.memory", 0.0), ("e_l2", "energy.l2", 0.0), ("e_loc", "energy.local", 0.0),
     ("e_vec", "energy.vector_flop", 0.0), ("static", "power.static", 0.0), ("tdp", "tdp", np.inf),
     ("vscale", "power.voltage_scaling", 1.0), ("cap", "memory.capacity", None),
+    ("nsys", "system.chips", 1.0), ("link_bw", "links.scale_up.rate", np.nan),
+    ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
+    ("pipe", "system.pipeline", 0.0),
 )
+
+#: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
+_SYSTEM_SCALED = ("units", "bw_raw", "cap", "static", "tdp", "l2")
+#: ... and those that add up under pipeline parallelism too (each chip runs its layers at its own rates).
+_PIPELINE_SCALED = ("cap", "static", "tdp")
 
 
 def _column(a: np.ndarray) -> np.ndarray:
@@ -262,6 +270,12 @@ def _chip_columns(chips: Chips, ops: OpTable) -> dict[str, np.ndarray]:
             a = chips.get(key, default)
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
+    if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + a ring
+        tensor = cols["pipe"] < 0.5
+        for name in _SYSTEM_SCALED:
+            scaled = name in _PIPELINE_SCALED
+            cols[name] = cols[name] * np.where(tensor | scaled, cols["nsys"], 1.0)
+        cols["psum"] = cols["psum"] * np.where(tensor, cols["nsys"], 1.0)
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
     fpc_cols, ef_cols = {}, {}
     for fmt in sorted(set(ops.formats)):
@@ -451,8 +465,21 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
     tw = t_op * cnt
     launches = (koh * cnt).sum(axis=1)
     device = tw.sum(axis=1)
-    time_s = np.maximum(device, launches) + step_oh
-    E_mem = _sum(E_mem_op, cnt)
+    # tensor parallelism: ring all-reduce of the partial outputs after each reducing operator, a dependent
+    # stage after it (seed 004 §4.5.3: T = alpha + V/R per step; 2 (p - 1) steps of V/p per all-reduce)
+    p_sys = c["nsys"][:, 0]
+    pipe = c["pipe"][:, 0] > 0.5
+    reduce_bytes = info["allreduce_bytes"]
+    hop_bytes = info["hop_bytes"]  # activations handed from one pipeline stage to the next
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_ring = info["allreduces"] * 2 * (p_sys - 1) * c["link_alpha"][:, 0] \
+            + 2 * (p_sys - 1) * reduce_bytes / (p_sys * c["link_bw"][:, 0])
+        t_hops = (p_sys - 1) * (c["link_alpha"][:, 0] + hop_bytes / c["link_bw"][:, 0])
+        t_link = np.where(p_sys > 1, np.where(pipe, t_hops, t_ring), 0.0)
+    t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
+    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes, 2 * (p_sys - 1) * reduce_bytes), 0.0)
+    time_s = np.maximum(device, launches) + step_oh + t_link
+    E_mem = _sum(E_mem_op, cnt) + link_bytes * c["e_link"][:, 0]
     E_static = static[:, 0] * time_s
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
@@ -483,6 +510,8 @@ def _evaluate_block(c: dict, ops: OpTable, tiles, info: dict, want_ops: bool) ->
         "t_read_s": t_read,
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
         "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
+        "t_link_s": t_link,
+        "system_chips": p_sys,
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],
         "time_memory_bound_s": t_bound[2],
@@ -577,19 +606,28 @@ def evaluate_arrays(chips: Chips, workload, tiles=None, breakdown: bool = False,
             if breakdown:
                 for k, v in r_ops.items():
                     out["_ops"][k][s:e] = v
-    # the chip's own arrays, as before (no copy)
-    out["tdp"] = chips.get("tdp", np.inf)
-    out["capacity_bytes"] = chips.memory_capacity
+    # the chip's own arrays (no copy), for a system of several chips their sum
+    nsys = chips.get("system.chips", 1.0)  # capacity and TDP add up under tensor and pipeline parallelism
+    out["tdp"] = chips.get("tdp", np.inf) * nsys if np.any(nsys != 1) else chips.get("tdp", np.inf)
+    out["capacity_bytes"] = chips.memory_capacity * nsys if np.any(nsys != 1) else chips.memory_capacity
     if breakdown:
         out["_ops"].update(count=ops.count, names=ops.names)
     return out
 
 
+#: Operators whose outputs are partial sums under tensor parallelism (row-parallel: all-reduced after).
+ALLREDUCE_AFTER = ("o_proj", "down_proj")
+
+
 def _workload_info(workload, ops: OpTable) -> dict:
+    red = [i for i, name in enumerate(ops.names) if name in ALLREDUCE_AFTER or name.endswith(ALLREDUCE_AFTER)]
     return {
         "workload": workload, "phase": workload.phase, "tokens": float(workload.tokens_per_step),
         "flops": float((ops.flops * ops.count).sum()), "resident": float(workload.resident_bytes),
         "quant_error": _quant_error(workload),
+        "allreduces": float(sum(ops.count[i] for i in red)),
+        "allreduce_bytes": float(sum(ops.c_bytes[i] * ops.count[i] for i in red)),
+        "hop_bytes": float(max((ops.c_bytes[i] for i in red), default=0.0)),
     }
 
 

@@ -212,6 +212,25 @@ class MemorySystem(Record):
     source: str | None = None
 
 
+class SystemSpec(Record):
+    """Chips that serve one model together over the scale-up links (seed 004 §4.5.3, §4.7.2).
+
+    Tensor parallel (default): each chip holds 1/chips of every weight matrix
+    and of the KV cache; the operators' work splits over the chips, and after
+    each attention output and FFN down projection the partial activations are
+    all-reduced over a ring: 2 (p-1) (alpha + V / (p R)) per all-reduce
+    (Patarasuk & Yuan 2009). Pipeline parallel (``pipeline: true``): each chip
+    holds 1/chips of the layers; a step runs the layers one chip after the
+    other at one chip's rates, plus (p-1) hops of alpha + activations / R.
+    Capacity, TDP and static power add up over the chips either way.
+    """
+
+    chips: Count = 1
+    pipeline: bool = Field(False, description="split the layers over the chips instead (pipeline parallel): each "
+                                              "token passes every chip in turn, one hop per chip boundary")
+    source: str | None = None
+
+
 class Calibration(Record):
     """Knobs fitted to measurements; the default is the ideal bound (seed 004 §4.8.3)."""
 
@@ -265,6 +284,7 @@ class ChipSpec(Record):
     dram: Dram | None = None
     sram: SramMemory | None = None
     memory_system: MemorySystem = MemorySystem()
+    system: SystemSpec = SystemSpec()
     links: Links = Links()
     energy: Energy = Energy()
     power: PowerSpec = PowerSpec()

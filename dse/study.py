@@ -86,6 +86,21 @@ def _group_workloads(spec: StudySpec, wparams: dict[str, object]):
 
 
 _VARIANTS: dict = {}
+_BASES: dict = {}
+
+
+def _base_of(spec: StudySpec, chip_cat: tuple):
+    """The study's base chip, or the catalog chip a ``base`` choice names (then the study's overrides apply)."""
+    name = dict(chip_cat).get("base")
+    if name is None:
+        return spec.base
+    key = (str(name), tuple(sorted((k, str(v)) for k, v in spec.overrides.items())))
+    if key not in _BASES:
+        from dse.hardware import load_chip
+
+        chip = load_chip(str(name))
+        _BASES[key] = with_overrides(chip, spec.overrides) if spec.overrides else chip
+    return _BASES[key]
 
 
 def _variant(base, items: tuple):
@@ -115,7 +130,7 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
         first = idx[0]
         chip_cat = tuple((k, params[k][first]) for k in cat_keys if not k.startswith(WORKLOAD_PARAM_PREFIX))
         wl_cat = {k: params[k][first] for k in cat_keys if k.startswith(WORKLOAD_PARAM_PREFIX)}
-        base = _variant(spec.base, chip_cat)
+        base = _variant(_base_of(spec, chip_cat), tuple((k, v) for k, v in chip_cat if k != "base"))
         chips = Chips.from_base(base, len(idx), {k: np.asarray(params[k], dtype=float)[idx] for k in num_keys})
         m = _metrics_for(chips, base, _group_workloads(spec, wl_cat))
         for k, v in m.items():
@@ -152,6 +167,10 @@ def _metrics_for(chips: Chips, base, workloads, **evaluate_options) -> dict[str,
     m.update(pa.columns())
     cc = cost_mod.chip_cost(chips, pa, process=base.process, memory=mem)
     m.update(cc.columns())
+    n_sys = chips.get("system.chips", 1.0)
+    if np.any(n_sys != 1):  # a system of chips: its silicon and cost add up
+        m["total_silicon_area_mm2"] = m["total_silicon_area_mm2"] * n_sys
+        m["chip_cost_usd"] = m["chip_cost_usd"] * n_sys
     m["power_density_w_per_mm2"] = m["peak_power_w"] / np.maximum(pa.total_silicon_area_mm2, 1e-9)
     m["local_buffer_bytes"] = chips.get("local_buffer", 0.0) + 0.0
     return m

@@ -93,7 +93,7 @@ def _parse_value(name: str, value, dimension: str | None, problems: _Problems, p
     from dse.errors import UnitError
 
     if dimension is None:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        if not isinstance(value, (int, float, str)):  # (bool is an int: yes/no parameters)
             problems.at(path, f"expected a number or a name, got {value!r}")
             return None
         return value
@@ -114,6 +114,23 @@ def _space(section, problems: _Problems) -> list[SpaceEntry]:
     for name, body in section.items():
         path = ("space", name)
         dim = None
+        if str(name) == "base":  # a choice between catalog chips (or chip files)
+            choices = body.get("choice") if isinstance(body, dict) else None
+            if not isinstance(choices, list) or not choices or set(body) != {"choice"}:
+                problems.at(path, "the base chip can only be a choice: {choice: [h100-sxm, groq-tsp, ...]}")
+                continue
+            from dse.hardware import load_chip
+
+            ok = True
+            for i, c in enumerate(choices):
+                try:
+                    load_chip(str(c))
+                except SpecError as e:
+                    problems.at(path + ("choice", i), str(e))
+                    ok = False
+            if ok:
+                out.append(SpaceEntry("base", "choice", choices=tuple(str(c) for c in choices)))
+            continue
         if not str(name).startswith(WORKLOAD_PARAM_PREFIX):
             try:
                 dim = param_dimension(str(name))

@@ -69,3 +69,33 @@ def test_moe_cheapest_feasible_uses_fewest_largest_stacks(moe):
     front = feas[feas.pareto_rank == 0].sort_values("obj.chip_cost")
     assert front["obj.throughput"].is_monotonic_increasing
     assert front["obj.throughput"].iloc[-1] > 1.5 * front["obj.throughput"].iloc[0]
+
+
+@pytest.fixture(scope="module")
+def sram(tmp_path_factory):
+    t = run_study(STUDIES / "sram-only-vs-hbm.yaml", out=tmp_path_factory.mktemp("sram"), write=False)
+    return t[t.feasible]
+
+
+def test_sram_chip_count_is_set_by_capacity(sram):
+    b1 = sram[(sram["p.workload.batch"] == 1) & (sram["p.base"] == "groq-tsp")]
+    # resident bytes / 230 MB per chip (seed 001: the chip count is set by capacity, not compute)
+    need = b1["m.resident_bytes"].iloc[0] / 230e6
+    assert 77 < need < 96
+    assert b1["p.system.chips"].min() == 96  # the smallest system in the space that holds the model
+
+
+def test_sram_system_wins_latency_at_batch_1_but_not_energy(sram):
+    b1 = sram[sram["p.workload.batch"] == 1]
+    fastest = b1.nsmallest(1, "obj.latency_per_token").iloc[0]
+    assert fastest["p.base"] == "groq-tsp" and bool(fastest["p.system.pipeline"])
+    hbm = b1[b1["p.base"] == "h100-sxm"]
+    assert fastest["obj.latency_per_token"] < hbm["obj.latency_per_token"].min()
+    single_gpu = hbm[hbm["p.system.chips"] == 1]["obj.energy_per_token"].min()
+    assert b1[b1["p.base"] == "groq-tsp"]["obj.energy_per_token"].min() > single_gpu
+
+
+def test_hbm_wins_latency_and_energy_at_batch_32(sram):
+    b32 = sram[sram["p.workload.batch"] == 32]
+    assert b32.nsmallest(1, "obj.latency_per_token").iloc[0]["p.base"] == "h100-sxm"
+    assert b32.nsmallest(1, "obj.energy_per_token").iloc[0]["p.base"] == "h100-sxm"
