@@ -371,6 +371,9 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
     died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code < 0
                               else f"failed: {msg[1]}" if msg else f"exited with code {code}")
             for i, code, msg in outcomes if not (msg and msg[0] == "ok")]
+    bugs = [f"worker {i}: {msg[1]}" for i, _, msg in outcomes if msg and msg[0] == "bug"]
+    if bugs and done < s.trials:  # not a user mistake: no DseError, so the CLI shows it as a crash
+        raise RuntimeError(f"dse worker crashed (traceback above): {'; '.join(bugs)}")
     if done < s.trials:
         raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials; {'; '.join(died) or 'the workers stopped'}. "
                           f"Run the same command again to resume (stored trials are kept)")

@@ -58,15 +58,28 @@ def design_space(spec: StudySpec) -> DesignSpace:
 def _workload(key: tuple):
     from dse.workload import build
 
-    body = dict(key)
-    if "formats" in body and isinstance(body["formats"], tuple):
-        body["formats"] = dict(body["formats"])
-    return build(body)
+    return build(_thaw(key))
 
 
 def _freeze(d):
-    return tuple(sorted((k, _freeze(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v))
-                        for k, v in d.items()))
+    """A hashable, order-independent key for a (nested) workload mapping."""
+    def one(v):
+        if isinstance(v, dict):
+            return ("__map__", _freeze(v))
+        if isinstance(v, list):
+            return ("__list__", tuple(one(x) for x in v))
+        return v
+    return tuple(sorted((k, one(v)) for k, v in d.items()))
+
+
+def _thaw(key):
+    def one(v):
+        if isinstance(v, tuple) and len(v) == 2 and v[0] == "__map__":
+            return _thaw(v[1])
+        if isinstance(v, tuple) and len(v) == 2 and v[0] == "__list__":
+            return [one(x) for x in v[1]]
+        return v
+    return {k: one(v) for k, v in key}
 
 
 def _group_workloads(spec: StudySpec, wparams: dict[str, object]):
@@ -293,6 +306,11 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
                             storage=storage if storage is not None else s.storage,
                             seed=seed if seed is not None else s.seed)
     spec = dataclasses.replace(spec, solver=s, output=Path(out) if out else spec.output)
+    if s.method in ("cpsat_tiles", "cpsat_split"):  # exact sub-problems: their own tables and reports
+        from dse import study_cpsat
+
+        run = study_cpsat.run_tiles if s.method == "cpsat_tiles" else study_cpsat.run_split
+        return run(spec, Path(spec.output), write=write)
     problem = make_problem(spec)
     t0 = time.perf_counter()
     out_dir = spec.output

@@ -22,6 +22,7 @@ spec error writes nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from dse.spec.yamlio import LocDict, key_loc, locate
 TOP_KEYS = ("name", "question", "workloads", "base", "overrides", "space", "constraints", "objectives", "solver",
             "output", "modules", "technology")
 SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution", "tiles")
-METHODS = ("nsga2", "tpe", "gp", "random", "grid")
+METHODS = ("nsga2", "tpe", "gp", "random", "grid", "cpsat_tiles", "cpsat_split")
 WORKLOAD_PARAM_PREFIX = "workload."
 
 
@@ -102,6 +103,13 @@ def _parse_value(name: str, value, dimension: str | None, problems: _Problems, p
     except UnitError as e:
         problems.at(path, str(e))
         return None
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int beyond any float
+        return False
 
 
 def _space(section, problems: _Problems) -> list[SpaceEntry]:
@@ -177,6 +185,12 @@ def _space(section, problems: _Problems) -> list[SpaceEntry]:
             continue
         if isinstance(lo, str) or isinstance(hi, str):
             problems.at(path + (kind,), f"expected numbers for {kind}, got {val!r}")
+            continue
+        if not (_finite(lo) and _finite(hi)):
+            problems.at(path + (kind,), f"expected finite numbers, got {val!r}")
+            continue
+        if dim is None and kind in ("int", "log") and max(abs(lo), abs(hi)) > 2**53:
+            problems.at(path + (kind,), f"expected whole numbers of at most 2**53 (9.0e15), got {val!r}")
             continue
         if kind == "int" and dim is None and not (float(lo).is_integer() and float(hi).is_integer()):
             problems.at(path + (kind,), f"expected integers, got {val!r}")

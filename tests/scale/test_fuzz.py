@@ -263,3 +263,46 @@ def test_study_files_fail_cleanly_or_run(folder, raw, run_ticket):
 def test_shipped_files_validate():
     for name in BASES:
         assert validate_file(ROOT / "studies" / name) in ("study", "whatif")
+
+
+# ------------------------------------------------------------ what the fuzzer found (fixed), kept as examples
+
+_STUDY = """name: t
+workloads: [{model: qwen3-8b, phase: decode, batch: 8, context: 8192}]
+base: h100-sxm
+space: {units: {int: [16, 64]}}
+objectives: [latency_per_token]
+"""
+
+FOUND = {
+    "top-level scalar": ("0\n", ":1:1: expected a YAML mapping"),
+    "overrides a string": (_STUDY + "overrides: hbm3e\n", "overrides: expected a mapping"),
+    "overrides a number": (_STUDY + "overrides: -1\n", "overrides: expected a mapping"),
+    "overrides with a bool key": (_STUDY + "overrides: {true: 1}\n", "chip parameter name"),
+    "workload key with '['": (_STUDY.replace("context: 8192}", "context: 8192, 'a[b': 1}"), "a[b: unknown key"),
+    "no workloads": (_STUDY.replace("workloads: [{model: qwen3-8b, phase: decode, batch: 8, context: 8192}]",
+                                    "workloads: []"), "at least one workload"),
+    "null workloads": (_STUDY.replace("workloads: [{model: qwen3-8b, phase: decode, batch: 8, context: 8192}]",
+                                      "workloads:"), "at least one workload"),
+    "bad format choice": (_STUDY.replace("space: {units: {int: [16, 64]}}",
+                                         "space: {units: {int: [16, 64]}, workload.formats.kv: {choice: [bf16, -1]}}"),
+                          "makes an invalid workload"),
+    "fractional batch": (_STUDY.replace("space: {units: {int: [16, 64]}}",
+                                        "space: {units: {int: [16, 64]}, workload.batch: {choice: [1, 2.5]}}"),
+                         "whole numbers >= 1"),
+    "int range past int64": (_STUDY.replace("[16, 64]", "[16, 18446744073709551617]"), "at most 2**53"),
+    "infinite range": (_STUDY.replace("[16, 64]", "[16, .inf]"), "finite numbers"),
+    "int beyond any float": (_STUDY.replace("[16, 64]", "[16, 1" + "0" * 400 + "]"), "finite numbers"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOUND))
+def test_fuzz_findings_are_located_errors(tmp_path, case):
+    text, expected = FOUND[case]
+    path = tmp_path / "found.yaml"
+    path.write_text(text)
+    for check in (validate_file, load_study):
+        with pytest.raises(SpecError) as e:
+            check(path)
+        assert expected in str(e.value)
+        assert str(path) in str(e.value)

@@ -99,3 +99,63 @@ def test_hbm_wins_latency_and_energy_at_batch_32(sram):
     b32 = sram[sram["p.workload.batch"] == 32]
     assert b32.nsmallest(1, "obj.latency_per_token").iloc[0]["p.base"] == "h100-sxm"
     assert b32.nsmallest(1, "obj.energy_per_token").iloc[0]["p.base"] == "h100-sxm"
+
+
+@pytest.fixture(scope="module")
+def qproj_tiles(tmp_path_factory):
+    return run_study(STUDIES / "qproj-tile-shapes.yaml", out=tmp_path_factory.mktemp("tiles"), write=True)
+
+
+def test_qproj_tiles_are_proven_optimal_and_legal(qproj_tiles):
+    from dse.hardware import load_chip
+
+    t = qproj_tiles
+    assert len(t) == 8 and (t.status == "OPTIMAL").all()
+    for r in t.itertuples():
+        chip = load_chip(r.chip)
+        ins = chip.matrix.instruction
+        assert r.t_m % ins.m == 0 or r.t_m % ins.n == 0  # the skinny side may sit on the narrow instruction side
+        assert r.t_k % ins.k == 0
+        assert r.working_set_bytes <= chip.local_buffer
+
+
+def test_qproj_small_m_is_a_weight_read(qproj_tiles):
+    from dse.hardware import load_chip
+
+    t = qproj_tiles
+    weights = 4096 * 4096 * 2  # BF16 W (seed 004 §4.1.1: 32 MiB)
+    for r in t[t.workload.isin(["qproj-m1", "qproj-m16", "qproj-m256"])].itertuples():
+        m = int(r.workload.split("m")[-1])
+        once = weights + 2 * m * 4096 * 2  # X and Y once (seed 004 §4.1.1)
+        assert r.traffic_bytes == pytest.approx(once, rel=1e-9)
+        assert r.time_s == pytest.approx(once / load_chip(r.chip).memory_bandwidth, rel=1e-6)
+
+
+def test_qproj_large_m_beats_the_heuristic(qproj_tiles):
+    t = qproj_tiles[qproj_tiles.workload == "qproj-m4096"]
+    assert (t.workload_time_s <= t.workload_time_heuristic_s).all()
+    assert (t.workload_time_s < t.workload_time_heuristic_s).any()
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    return run_study(STUDIES / "reticle-split.yaml", out=tmp_path_factory.mktemp("split"), write=True).iloc[0]
+
+
+def test_reticle_split_is_optimal_at_the_limits(split):
+    assert split["status"] == "OPTIMAL"
+    assert split["p.hbm.stacks"] == 6  # 3 per 33 mm edge (technology.md): the most the shoreline allows
+    assert 0.95 * 858 <= split["die_area_mm2"] <= 858  # the reticle is the binding limit
+    assert split["power_w"] <= 700
+
+
+def test_reticle_split_equals_the_grid():
+    from dse.solvers.cpsat_split import split_grid
+    from dse.study import _group_workloads, design_space
+    from dse.study_spec import load_study
+
+    spec = load_study(STUDIES / "reticle-split.yaml")
+    grid = split_grid(spec.base, _group_workloads(spec, {}), design_space(spec), tdp=700.0)
+    solved = run_study(STUDIES / "reticle-split.yaml", write=False).iloc[0]
+    assert grid["best"] is not None
+    assert solved["time_s"] == pytest.approx(float(grid["time_s"][grid["best"]]), rel=1e-9)
