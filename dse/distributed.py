@@ -185,17 +185,44 @@ class SharedBudget:
 
     # -- writing
 
+    @contextlib.contextmanager
+    def room(self):
+        """Hold the lock and yield how many trials may still be appended (0 once the coordinator is gone)."""
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            yield 0  # orphaned: stop without writing
+            return
+        with self.lock():
+            yield max(self.budget - self.complete(), 0)
+
     def __call__(self, study, trials) -> int:
         """Append ``trials`` (finished, in order) to ``study`` up to the budget; return how many."""
         trials = list(trials)
-        if self.parent_pid is not None and os.getppid() != self.parent_pid:
-            return 0  # the coordinator is gone: stop without writing
-        with self.lock():
-            room = max(self.budget - self.complete(), 0)
+        with self.room() as room:
             take = trials[:room]
             if take:
                 study.add_trials(take)
         return len(take)
+
+
+class _Limited:
+    """A study whose ``add_trial`` stores at most ``room`` trials and counts the ones refused."""
+
+    def __init__(self, study, room: int):
+        self._study, self.room, self.refused = study, room, 0
+
+    def add_trial(self, trial) -> None:
+        if self.room > 0:
+            self._study.add_trial(trial)
+            self.room -= 1
+        else:
+            self.refused += 1
+
+    def add_trials(self, trials) -> None:
+        for t in trials:
+            self.add_trial(t)
+
+    def __getattr__(self, name):
+        return getattr(self._study, name)
 
 
 # ------------------------------------------------------------ the worker process
@@ -204,29 +231,20 @@ class SharedBudget:
 def shared_solver(problem, shared: SharedBudget, **options):
     """The study's OptunaSolver, appending through ``shared`` (never past its budget; stops once it is full).
 
-    OptunaSolver appends in ``_append(disk, mem)``, advancing ``_persisted``
-    (mem's trials already on disk); this subclass routes that append through
-    :class:`SharedBudget` and, when the storage is full, ends the search by
-    lowering its own budget to what it has evaluated.
+    OptunaSolver stores told trials in ``_append(disk, mem)`` with
+    ``disk.add_trial``; here each such append runs holding the storage-wide
+    lock, on a ``disk`` that takes no more than the room left. When a trial
+    is refused, the storage is full: the search ends (its own budget is
+    lowered to what it has evaluated).
     """
-    from optuna.trial import TrialState
-
     from dse.solvers.optuna_search import OptunaSolver
 
     class SharedOptunaSolver(OptunaSolver):
         def _append(self, disk, mem) -> None:
-            trials = mem.get_trials(deepcopy=False)
-            i, pending = self._persisted, []
-            while i < len(trials) and trials[i].state not in (TrialState.RUNNING, TrialState.WAITING):
-                if trials[i].state == TrialState.COMPLETE:
-                    pending.append(trials[i])
-                i += 1
-            if not pending:
-                self._persisted = i
-                return
-            stored = shared(disk, pending)
-            self._persisted = i
-            if stored < len(pending):  # the storage is full (or the coordinator is gone): stop
+            with shared.room() as room:
+                limited = _Limited(disk, room)
+                super()._append(limited, mem)
+            if limited.refused:
                 self.budget = self.n_evaluated
 
     return SharedOptunaSolver(problem, **options)
