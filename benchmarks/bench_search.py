@@ -34,7 +34,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from dse.errors import InfeasibleError, SolverError, SpecError
-from dse.solvers.base import Problem, Solver, SolverResult
+from dse.solvers.base import Problem, SolverResult
 from dse.solvers.grid import GridSolver, RandomSolver
 from dse.solvers.optuna_search import OptunaSolver
 from dse.space import ChoiceParam, DesignSpace, IntParam

@@ -251,10 +251,6 @@ def test_bad_options():
 # ------------------------------------------------------------ interrupts
 
 
-class _Interrupt(Exception):
-    pass
-
-
 def test_keyboard_interrupt_propagates_after_the_completed_batches_are_stored(tmp_path):
     path = tmp_path / "s.journal"
     calls: list[int] = []
