@@ -86,10 +86,12 @@ def _advisory_key(study_name: str) -> int:
 class SharedBudget:
     """Counts and appends trials of one study in a shared storage, never past ``budget``.
 
-    An instance is the ``append`` hook of OptunaSolver: ``hook(study, trials)``
-    stores at most the room left and returns how many it stored (fewer than
-    given: the budget is reached, the worker stops). Every method that counts
-    or writes holds :meth:`lock`, the storage-wide lock of this study.
+    :meth:`room` holds :meth:`lock` (the storage-wide lock of this study) and
+    says how many trials may still be appended; :func:`shared_solver` appends
+    inside it. ``budget(study, trials)`` does the same for a list of trials
+    and returns how many it stored (fewer than given: the budget is reached).
+    A worker passes its coordinator's pid as ``parent_pid``: once that
+    process is gone, the room is 0 and the worker stops without writing.
     """
 
     def __init__(self, storage_url: str, study_name: str, budget: int, *, parent_pid: int | None = None):

@@ -208,3 +208,31 @@ def test_failed_report_write_leaves_the_old_report(tmp_path, monkeypatch):
     assert (out / "report.html").read_bytes() == old_html
     assert (out / "report.md").exists() and (out / "report.md").read_bytes()[:20] == old_md[:20]
     assert not list(out.glob(".*.tmp"))
+
+
+# Files dse writes that are not results or reports: locks and the Optuna journal (appended under its own lock).
+NOT_RESULTS = {
+    "dse/study.py": ['open(self.path, "w")'],  # OutputLock's .lock file
+    "dse/solvers/optuna_search.py": ['open(self.path, "a")', 'open(path, "r+b")', 'open(self.path, "ab")'],
+    # ^ the journal's lock, tail repair and appends
+    "dse/distributed.py": ['open(f"{self.path}.budget.lock", "a")',  # the shared-budget lock
+                           'os.fdopen(payload["result_fd"], "w")'],  # a worker's answer, on a pipe
+    "dse/results.py": ['os.fdopen(fd, "wb")'],  # atomic_write's own temp file
+}
+WRITES = __import__("re").compile(
+    r"""open\([^)]*["'][^"']*[wax+][^"']*["']|\.write_text\(|\.write_bytes\(|\.to_csv\(\s*[^)\s]|"""
+    r"""\.to_parquet\(\s*(?!f\b)[^)\s]|\.savefig\(\s*(?!buf\b)[^)\s]|\.write_html\(|\.write_image\(|json\.dump\(""")
+
+
+def test_every_results_and_report_file_goes_through_atomic_write():
+    """grep: no module of dse writes a file directly, except the lock and journal files listed above."""
+    found = []
+    for path in sorted((ROOT / "dse").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if WRITES.search(code) and not any(ok in code for ok in NOT_RESULTS.get(rel, [])):
+                if ".to_csv(index=False)" in code:  # to a string, then atomic_write
+                    continue
+                found.append(f"{rel}:{i}: {line.strip()}")
+    assert not found, "files written without dse.results.atomic_write:\n" + "\n".join(found)

@@ -241,8 +241,7 @@ def _check(folder: Path, raw: bytes, run_ticket: int) -> str:
         out = folder / f"run{i}"
         try:
             trials = 200 if spec.solver.method == "grid" else 2  # a grid needs its size (the shipped ones: <= 180)
-            table = run_study(path, trials=trials, workers=1, storage=None, out=out, write=False)
-            assert len(table) <= trials
+            run_study(path, trials=trials, workers=1, storage=None, out=out, write=False)
             outcome = "ran"
         except InfeasibleError:
             outcome = "ran"
