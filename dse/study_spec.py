@@ -29,7 +29,8 @@ from typing import Any
 
 from dse.errors import SpecError, did_you_mean, unknown_name
 from dse.spec import load_yaml
-from dse.spec.yamlio import LocDict, key_loc, locate
+from dse.spec.problems import Problems as _Problems
+from dse.spec.yamlio import LocDict, locate
 
 TOP_KEYS = ("name", "question", "workloads", "base", "overrides", "space", "constraints", "objectives", "solver",
             "output", "modules", "technology")
@@ -77,16 +78,6 @@ class StudySpec:
     solver: SolverSettings
     output: Path
     raw: dict = field(repr=False, default_factory=dict)
-
-
-class _Problems:
-    def __init__(self, data, file):
-        self.data, self.file, self.items = data, file, []
-
-    def at(self, path: tuple, msg: str, key: bool = False):
-        f, (line, col) = (key_loc if key else locate)(self.data, path)
-        dotted = ".".join(str(p) for p in path)
-        self.items.append(f"{f}:{line}:{col} {dotted}: {msg}")
 
 
 def _parse_value(name: str, value, dimension: str | None, problems: _Problems, path: tuple):
@@ -269,12 +260,7 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         f, (line, col) = locate(data, ())
         raise SpecError(f"{f}:{line}:{col}: a study is a YAML mapping, got {type(data).__name__}")
     P = _Problems(data, file)
-    for k in data:
-        if k not in TOP_KEYS:
-            P.at((k,), f"unknown key{did_you_mean(k, TOP_KEYS)}; known keys: {', '.join(TOP_KEYS)}", key=True)
-    for k in ("workloads", "base", "objectives"):
-        if k not in data:
-            P.at((), f"missing required key '{k}'")
+    P.check_keys(TOP_KEYS, ("workloads", "base", "objectives"))
 
     name = str(data.get("name") or path.stem)
     question = str(data.get("question") or "").strip()

@@ -68,6 +68,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, SpecError, UnitError, did_you_mean, unknown_name
+from dse.spec.problems import Problems as _Problems, strip_location as _strip_location  # noqa: F401
 from dse.spec.yamlio import key_loc, load_yaml, locate
 
 TOP_KEYS = ("name", "question", "baseline", "proposals", "workloads", "evaluation", "constraints",
@@ -167,30 +168,6 @@ class WhatIfSpec:
             if d.name == name:
                 return d
         raise SpecError(unknown_name("design", name, [d.name for d in self.designs]))
-
-
-class _Problems:
-    """Every problem of one file, located ``file:line:col key.path: message``."""
-
-    def __init__(self, data, file: str):
-        self.data, self.file, self.items = data, file, []
-
-    def at(self, path: tuple, msg: str, key: bool = False) -> None:
-        f, (line, col) = (key_loc if key else locate)(self.data, path)
-        dotted = ".".join(str(p) for p in path)
-        self.items.append(f"{f}:{line}:{col} {dotted}: {msg}" if dotted else f"{f}:{line}:{col}: {msg}")
-
-    def extend(self, path: tuple, err: SpecError, key: bool = False) -> None:
-        for m in err.problems:
-            self.at(path, _strip_location(m), key)
-
-
-_LOC = re.compile(r"^(<input>|<string>):\d+:\d+ ")
-
-
-def _strip_location(msg: str) -> str:
-    """'<input>:1:1 units: ...' (a located message about a dict built in memory) -> 'units: ...'."""
-    return _LOC.sub("", msg)
 
 
 def _supported_options() -> set[str]:
@@ -399,12 +376,7 @@ def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
         raise SpecError(f"{f}:{line}:{col}: a what-if file is a YAML mapping (baseline, proposals, workloads), "
                         f"got {type(data).__name__}")
     P = _Problems(data, file)
-    for k in data:
-        if k not in TOP_KEYS:
-            P.at((k,), f"unknown key{did_you_mean(str(k), TOP_KEYS)}; known keys: {', '.join(TOP_KEYS)}", key=True)
-    for k in ("baseline", "proposals", "workloads"):
-        if k not in data:
-            P.at((), f"missing required key '{k}'")
+    P.check_keys(TOP_KEYS, ("baseline", "proposals", "workloads"))
     name = str(data.get("name") or (Path(path).stem if path is not None else "whatif"))
     question = str(data.get("question") or "").strip()
 
