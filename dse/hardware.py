@@ -520,10 +520,18 @@ def resolve_name(name: str) -> Path:
     raise SpecError(unknown_name("chip", name, names))
 
 
+def _exists(p: Path) -> bool:
+    """Path.exists that says no to a name the OS cannot even look up (too long, NUL byte)."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def load_chip_dict(name_or_path: str | Path):
     """The raw (located) YAML of a catalog chip or a chip file."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if p.suffix in (".yaml", ".yml") or _exists(p):
         return load_yaml(p)
     return load_yaml(resolve_name(str(name_or_path)))
 
@@ -536,7 +544,7 @@ def _load_catalog_chip(path: str) -> ChipSpec:
 def load_chip(name_or_path: str | Path) -> ChipSpec:
     """A validated chip from the catalog (by name) or from a YAML file."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if p.suffix in (".yaml", ".yml") or _exists(p):
         return validate(ChipSpec, load_yaml(p))
     return _load_catalog_chip(str(resolve_name(str(name_or_path))))
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dse.errors import SpecError
+from dse.errors import DseError, SpecError
 from dse.evaluate import BOUND_NAMES, evaluate_arrays
 from dse.hardware import Chips, catalog, with_overrides
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
@@ -310,7 +310,11 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
         from dse import study_cpsat
 
         run = study_cpsat.run_tiles if s.method == "cpsat_tiles" else study_cpsat.run_split
-        return run(spec, Path(spec.output), write=write)
+        try:
+            return run(spec, Path(spec.output), write=write)
+        except DseError as e:  # name the study: the solver's message is about its data, not a file position
+            msg = str(e)
+            raise type(e)(msg if msg.startswith(str(spec.path)) else f"{spec.path}: {msg}") from None
     problem = make_problem(spec)
     t0 = time.perf_counter()
     out_dir = spec.output

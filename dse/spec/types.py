@@ -67,7 +67,9 @@ EnergyPerByte = Q("energy_per_byte")
 EnergyPerFlop = Q("energy_per_flop")
 Money = Q("money", positive=False)
 
-Count = Annotated[int, Field(strict=True, ge=1)]
-CountOrZero = Annotated[int, Field(strict=True, ge=0)]
+#: Counts stay below 2**53 (exact in float64, which the vectorized model computes in).
+MAX_COUNT = 2**53
+Count = Annotated[int, Field(strict=True, ge=1, le=MAX_COUNT)]
+CountOrZero = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 PositiveFloat = Annotated[float, Field(gt=0)]
