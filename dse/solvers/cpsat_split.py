@@ -18,7 +18,8 @@ the clock throttling of one tiling -- belongs to :mod:`dse.solvers.cpsat_tiles`)
 
     T = sum over workloads w (weight a_w) of sum over operators o (count c_o) of t_o
     t_o = max( K_o / (u f),  B_o(b, l) / (s R_stack),  B_o(b, l) / cap_Little )
-    K_o = max(padded FLOPs / (FLOP/cycle x compute efficiency), vector cycles)   (unit-cycles; evaluator)
+    K_o = max(padded FLOPs / (FLOP/cycle x compute efficiency), vector cycles)   (unit-cycles; evaluator,
+          at the peak clock: the evaluator's per-operator power throttle is replaced by the tdp limit)
     B_o(b, l) = the evaluator's off-chip bytes for o with the default tiles of a local buffer b and an L2 l
                 (re-reads of operands that do not fit L2); it does not depend on u, s or f
 
@@ -223,10 +224,12 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     grid_b, grid_l = np.repeat(buffers, nl), np.tile(l2s, nb)
     bl = _chips(base, nb * nl, {"local_buffer": grid_b, "l2": grid_l})
     u0, f0 = float(ref.total_units[0]), g("clock")
+    # the roofline is at the peak clock (the TDP is a limit of the model, not a throttle): padded FLOPs and
+    # vector times from the base chip without a TDP, where no operator's clock throttles
+    peak = _chips(base, 1, {"tdp": np.array([np.inf])})
     for w, a in mix:
         t = op_table(w)
-        out = evaluate_arrays(ref, w, breakdown=True)["_ops"]
-        cr = evaluate_arrays(ref, w)["clock_ratio"][0]
+        out = evaluate_arrays(peak, w, breakdown=True)["_ops"]
         fpc = np.zeros(len(t.names))
         for fmt in set(t.formats):
             cols = [i for i, x in enumerate(t.formats) if x == fmt]
@@ -234,7 +237,7 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         with np.errstate(divide="ignore", invalid="ignore"):
             pf = out["padded_flops"][0]
             k_matrix = np.where(pf > 0, pf / (fpc * g("calibration.compute_efficiency", 1.0)), 0.0)
-        k_vector = out["t_vector"][0] * cr * u0 * f0  # t_vector at peak clock x unit-cycles per second
+        k_vector = out["t_vector"][0] * u0 * f0  # t_vector at the peak clock x unit-cycles per second
         if not np.all(np.isfinite(k_matrix)):
             bad = [t.names[i] for i in np.nonzero(~np.isfinite(k_matrix))[0]]
             raise SpecError(f"split solver: chip {base.name} has no matrix rate for operators {bad}")

@@ -17,7 +17,9 @@ Domain (every quantity an integer):
     registers 4 T_M T_N <= register_file when the chip states one and has no accumulator store
               (the FP32 accumulator tile is register-resident on GPUs: wgmma / MFMA)
 
-Time: exactly the evaluator's per-operator time for these tiles (dse.evaluate.evaluate_arrays, one count):
+Time: exactly the evaluator's per-operator device time for these tiles (dse.evaluate.evaluate_arrays, one
+count; kernel launches overlap device time at the step level, independently of the tiles, so they are not
+part of it):
 
     c_M = ceil(M / T_M), c_N = ceil(N / T_N)           (integer division constraints)
     work = c_M c_N batch s, waves = ceil(work / U)      (U = dies x units; wave quantization)
@@ -25,10 +27,16 @@ Time: exactly the evaluator's per-operator time for these tiles (dse.evaluate.ev
     t_vector = t_vector(peak clock) x rho
     t_memory = (A r_A + B r_B + C + [partials > L2] P (s - 1)) / bandwidth
                r_A = min(c_N, ceil(N / t_2)) when A does not fit L2, else 1 (L2-panel re-reads; same for B)
-    t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
-    rho      = 1 / clock ratio = max(1, (e / b)^(1/3))  (1/p = 1 at fixed voltage), the power ceiling:
-               e = energy per FLOP of the tiling (FLOPs, local-buffer bytes, L2 requests), b = the TDP budget
-               per FLOP (seed 004 §4.1.3). Small tiles and deep split-K raise e and can throttle the clock.
+    t_op     = max(t_matrix, t_vector, t_memory)
+    rho      = 1 / clock ratio, the operator's own power ceiling (seed 004 §4.1.3): at the peak clock the
+               compute units draw p_comp = E_compute / busy_c, busy_c = max(t_c1, t_vector, t_memory) with
+               t_c1 = F_pad / (rate x compute efficiency) (no wave loss), and memory p_mem = E_mem / t_busy1,
+               t_busy1 = max(t_matrix, t_vector, t_memory) at the peak clock; with u = p_comp / (TDP -
+               static - p_mem), rho = min(max(1, u)^(1/3), 1 / MIN_CLOCK_RATIO) (u^1 at fixed voltage; no
+               power left: the floor). E_compute counts FLOPs, vector work, local-buffer bytes (grow as tiles
+               shrink) and L2 requests (grow with re-reads and split-K partial sums); E_mem the off-chip bytes.
+               The operator's clock depends on its own tiles only, so the optimum per operator is the
+               workload's optimum (:func:`solve_workload_tiles`).
 
 Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract):
 
@@ -41,24 +49,32 @@ Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> s
 * t_op >= each resource term with products kept on the left, so no quotient is rounded:
   ``time x work >= C waves`` (matrix), ``time >= TV`` (vector), ``BW_q time >= bytes`` (memory);
 * integer units: time in q = (the op's lower-bound time) / 2^24, bytes x 2^j (exact: element sizes are
-  multiples of 1/32 byte), energy in 2^-40 of the op's TDP budget; :func:`to_int` does every float -> int
+  multiples of 1/32 byte), power in 2^-24 of TDP - static; :func:`to_int` does every float -> int
   conversion, rounding each constant the way that keeps the model's time a lower bound of the true time
   (exact to ~1e-7 otherwise);
-* the power ceiling: 1 / clock ratio rho(E) is a cube root of the energy E, which a product formulation
-  handles badly (measured: seconds per solve). So the energy range is split into regimes: A, E within the
-  budget (rho = 1, exact), and B, searched in energy bands (e_lo, e_hi] that carry, under an enforcement
-  literal switched on by an assumption, the bound time >= t_matrix rho(e_lo) + (C / U) x chord slope x
-  (E - e_lo) (rho is concave, so its chord lies below it). B is capped at the energy where even perfect
-  waves could not beat the best time. A band solution is checked with the evaluator, its class recorded and
-  forbidden (``add_forbidden_assignments``), and the band split at its energy until every band is
-  infeasible or its solution meets the band's bound (see :func:`solve_tiles`). On the catalog chips one or
-  two solves per phase; without a TDP (or when no tiling can exceed it) regime A is everything;
+* the power ceiling (non-linear: a cube root of a ratio of ratios) is handled by relaxation, verification and
+  bands, not by a product formulation (measured: seconds per solve). The model built in is the relaxation
+  rho = 1: a lower bound of every tiling's time, exact where the clock does not throttle. Phase 1 solves it
+  and evaluates its optimum; unthrottled, that is the optimum (one solve: the catalog chips, almost always).
+  Otherwise (only where the power data say a tiling can throttle) the model gets the integer p_comp =
+  floor(energy / busy) and room = max(0, P - floor(P_mem,max t_memory / t_busy)) (divisions and maxima of
+  the model's own variables, each rounded so that u = p_comp / room is a lower bound of the evaluator's
+  ratio), and the tilings are searched in power bands lo room <= 2^F p_comp <= hi room: under an
+  enforcement literal switched on by an assumption, a band carries time >= rho(lo) x the matrix and vector
+  times at the peak clock. A band's solution is evaluated with the evaluator, its class recorded and
+  forbidden (``add_forbidden_assignments``), and the band split at its u (and bisected in u while its bound
+  is looser than BAND_RTOL), until every band is infeasible or its solution meets the band's bound; bands
+  above the u at which even perfect waves could not beat the best time are left out. Every class is
+  evaluated or proven no faster, so the answer is the evaluator's optimum (verified, not modelled);
 * the cheapest tile of a class (c_M, c_N, s) (smallest T_M, T_N with those counts) is never slower and
-  never moves more bytes than the others, so candidates are evaluated at it;
+  never moves more bytes than the others (same waves, bytes and memory power, the least local-buffer energy
+  and so the highest clock), so candidates are evaluated at it;
 * lexicographic objective by two phases on one model: minimize time; then cap time at the fastest
-  x (1 + TIME_RTOL) and minimize bytes. 1 worker, a time limit; each solve tries CP search without the
-  LP relaxation first, then with it (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are accepted; any other
-  status is reported by name in a SolverError. ``status`` 'OPTIMAL' means every solve was proven.
+  x (1 + TIME_RTOL) and minimize bytes (a solution the evaluator finds throttled above the cap splits its
+  band the same way). 1 worker, a time limit; each solve tries CP search without probing and without the
+  LP relaxation first, then with probing, then with the LP (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are
+  accepted; any other status is reported by name in a SolverError. ``status`` 'OPTIMAL' means every solve
+  was proven.
 
 Slots: the evaluator's ``max(t_matrix, t_vector, t_memory)`` assumes loads overlap compute, which needs at
 least a second input slot (double buffering, seed 004 §4.4.2: with one slot, load and compute run in series,
@@ -82,9 +98,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from dse.errors import InfeasibleError, SolverError, SpecError
-from dse.evaluate import _format_rate, evaluate_arrays, op_table
+from dse.evaluate import MIN_CLOCK_RATIO, _format_rate, evaluate_arrays, op_table
 from dse.hardware import ChipSpec, Chips, load_chip
-from dse.model import power as pw
 from dse.workload import Op, Workload
 
 __all__ = [
@@ -113,13 +128,23 @@ TIME_BITS = 24
 BW_BITS = 22
 #: Smallest byte scale: element sizes are multiples of 1/32 byte (MX / NV block scales), so bytes x 32 are integers.
 MIN_BYTE_SCALE = 32
-#: CP-SAT attempts per solve: (linearization level, deterministic s, wall s); the last gets the rest of the limit.
-#: Level 0 (no LP) proves most instances in a few ms; a few need the LP bound (level 1) and would run for
-#: seconds without it, while level 1 alone has seconds-long tails on others (measured on 400 GEMMs x 5 chips).
-#: A slice ends at its deterministic-time budget (load-independent) or its wall-clock budget, whichever is first.
-SOLVE_PLAN = ((0, 0.05, 0.25), (1, None, None))
-#: Fixed-point bits of the chord slope of the clock bound in an energy band (see _TileModel.band).
-CHORD_BITS = 30
+#: CP-SAT attempts per solve: (linearization level, probing level, deterministic s, wall s); a slice ends at
+#: its deterministic-time budget (load-independent, so the search path does not depend on the machine's load)
+#: or its wall budget, whichever is first; the last gets the rest of the time limit. Level 0 without probing
+#: proves most instances in a few ms; the power bands' infeasibility proofs need probing (level 0) or the LP
+#: bound (level 1) on some, and each alone has seconds-long tails on others (measured on 200 catalog GEMMs and
+#: 150 GEMMs on chips whose TDP throttles most tilings: CPU p95 17 ms and 154 ms, max 65 ms and 193 ms).
+SOLVE_PLAN = ((0, 0, 0.01, None), (0, 2, 0.02, None), (1, 2, None, None))
+#: 1 / clock ratio at the lowest clock the evaluator models (dse.evaluate.MIN_CLOCK_RATIO).
+RHO_FLOOR = 1.0 / MIN_CLOCK_RATIO
+#: Bits of the compute-power variable at the power budget: p_comp = 2^P_BITS at TDP - static (see _TileModel).
+P_BITS = 24
+#: Fixed-point bits of the band edges: a band edge kappa is the ratio p_comp / room x 2^F_BITS.
+F_BITS = 20
+#: The band of tilings with no power left beside the memory's (room 0): the clock at its floor.
+NO_ROOM = (-1, -1)
+#: A power band is split at its geometric middle while its clock-ratio bounds differ by more than this.
+BAND_RTOL = 1e-3
 _INT_LIMIT = 2**62
 
 
@@ -190,9 +215,10 @@ def _alone(op: Op) -> Workload:
 class TileChoice:
     """The tiles of one operator and what they cost (one count of the operator).
 
-    ``time_s`` and ``traffic_bytes`` are the evaluator's t_op and off-chip bytes for exactly these
-    tiles; ``model_time_s`` is the CP-SAT model's time for them (its integer objective scaled back; equal
-    to ``time_s`` within ~1e-7 where the clock does not throttle, a lower bound where it does). ``status``
+    ``time_s`` and ``traffic_bytes`` are the evaluator's t_op (device time, at the operator's sustained
+    clock) and off-chip bytes for exactly these tiles; ``model_time_s`` is the relaxation's time for them
+    (the peak clock: equal to ``time_s`` within ~1e-7 where the clock does not throttle, a lower bound where
+    it does); ``clock_ratio`` is the evaluator's sustained / peak clock of the operator. ``status``
     is the CP-SAT status by name ('OPTIMAL': proven; 'FEASIBLE': the time limit stopped a solve) or
     'BRUTE_FORCE' for the oracle. ``solve_time_s`` is the whole wall-clock time (data, model, every solve,
     the evaluator checks) and ``cpu_time_s`` the process CPU time over the same span (what a loaded
@@ -252,7 +278,6 @@ class TileData:
     padded_flops: float
     unit_rate: float             # FLOP/s of one unit at peak clock x compute efficiency
     t_vector: float              # s at peak clock
-    kernel_overhead: float
     # memory
     a_mem: float
     b_mem: float
@@ -262,24 +287,47 @@ class TileData:
     partial_bytes: float         # 8 M N batch per extra split
     partial_split: int           # partials go to memory from this split on
     bandwidth: float
-    # power ceiling
-    budget: float                # J/FLOP at peak rate; inf: no TDP
+    # power ceiling (per operator, seed 004 §4.1.3)
+    power_budget: float          # W: TDP - static power; inf: no TDP
+    e_mem: float                 # J per off-chip byte
     power_exponent: int          # 3: voltage scales with clock, 1: fixed voltage
     e_fixed: float               # J of FLOPs, vector work and the C write through L2 (tile-independent)
     e_local: float               # J per unit of (T_M + T_N) c_M c_N
     e_a: float                   # J per c_N (A requests)
     e_b: float                   # J per c_M (B requests)
     e_split: float               # J per extra split (partial sums requested through L2)
-    t_upper: float = math.inf    # s: the evaluator's busy time of a known feasible tiling (bounds the optimum)
+    t_upper: float = math.inf    # s: the evaluator's time of a known feasible tiling (bounds the optimum)
+
+    @property
+    def t_compute(self) -> float:
+        """K = max(t_c1, t_vector) at the peak clock: the least compute-busy time of any tiling (perfect waves)."""
+        return max(self.padded_flops / (self.unit_rate * self.units), self.t_vector)
+
+    @property
+    def p_mem_max(self) -> float:
+        """W: the most memory power an operator draws (its traffic at the full effective bandwidth)."""
+        return self.bandwidth * self.e_mem
 
     @property
     def throttle(self) -> str:
-        """'never' (no TDP or never exceeded on the domain), 'always' (no budget left), or 'maybe'."""
-        if not math.isfinite(self.budget):
+        """'never' (no TDP, or no tiling can exceed it), 'always' (no power left above static), or 'maybe'.
+
+        At the peak clock the compute units draw p_comp = E_compute / busy_c <= e_max / K (busy_c >= K) and the
+        memory p_mem = E_mem / t_busy1 <= bandwidth x e_mem (t_busy1 >= t_memory): below the budget together,
+        no tiling throttles.
+        """
+        if not math.isfinite(self.power_budget) or self.e_max <= 0:
             return "never"
-        if self.budget <= 0:
-            return "always"
-        return "maybe" if self.e_max > self.budget * self.padded_flops else "never"
+        if self.power_budget <= 0 and self.all_draw:
+            return "always"  # every tiling draws compute power, and none is left
+        if (self.e_max / self.t_compute + self.p_mem_max) * (1 + 1e-9) <= self.power_budget:
+            return "never"
+        return "maybe"
+
+    @property
+    def all_draw(self) -> bool:
+        """Every tiling draws compute power (so one without power left runs at the clock floor)."""
+        return self.e_fixed + self.e_local + self.e_a + self.e_b > 0
 
     @property
     def p_max(self) -> int:
@@ -293,12 +341,15 @@ class TileData:
 
     @property
     def rho_max(self) -> float:
+        """Upper bound of 1 / clock ratio over the domain (the evaluator holds the clock at >= MIN_CLOCK_RATIO)."""
         t = self.throttle
         if t == "never":
             return 1.0
-        if t == "always":
-            return 1e6  # the evaluator floors the clock ratio at 1e-6
-        return max(1.0, (self.e_max / (self.budget * self.padded_flops)) ** (1.0 / self.power_exponent))
+        room = self.power_budget - self.p_mem_max
+        if t == "always" or room <= 0:
+            return RHO_FLOOR
+        u = self.e_max / (self.t_compute * room)
+        return min(RHO_FLOOR, max(1.0, u ** (1.0 / self.power_exponent)))
 
 
 def tile_data(op: Op, chip) -> TileData:
@@ -350,12 +401,9 @@ def tile_data(op: Op, chip) -> TileData:
     lat, inflight = g("memory_system.latency"), g("memory_system.outstanding")
     if lat > 0 and inflight > 0:  # Little's law (seed 004 §4.3.3)
         bw = min(bw, inflight * g("memory_system.transaction", 128.0) / lat)
-    # power ceiling (seed 004 §4.1.3), one operator: budget b = (TDP - static - P_mem) / peak rate
+    # power ceiling (seed 004 §4.1.3), per operator: TDP - static power is shared by compute and memory
     tdp = g("tdp", math.inf)
-    rate = units * fpc * clock
-    bw_raw = g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0)
-    p_mem = float(pw.memory_power(bw_raw, g("energy.memory")))
-    budget = float(pw.energy_budget_per_flop(tdp, rate, p_mem, g("power.static"))) if math.isfinite(tdp) else math.inf
+    p_budget = tdp - g("power.static") if math.isfinite(tdp) else math.inf
     e_loc, e_l2 = g("energy.local"), g("energy.l2")
     emax = max(ea, eb)
     qk_max = _ceil_div(k, ik)
@@ -365,16 +413,16 @@ def tile_data(op: Op, chip) -> TileData:
         ea=ea, eb=eb, emax=emax,
         local_buffer=g("local_buffer"), accumulator=g("accumulator"), register_file=g("register_file"),
         padded_flops=fpad, unit_rate=fpc * clock * ceff, t_vector=tv,
-        kernel_overhead=g("calibration.kernel_overhead"),
         a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
-        budget=budget, power_exponent=3 if g("power.voltage_scaling", 1.0) > 0.5 else 1,
+        power_budget=p_budget, e_mem=g("energy.memory"),
+        power_exponent=3 if g("power.voltage_scaling", 1.0) > 0.5 else 1,
         e_fixed=fpad * e_flop + (vf + ex) * g("energy.vector_flop") + e_l2 * c_bytes,
         e_local=e_loc * k * emax * batch,
         e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
     )
     ok = _fits(data, probe_m, probe_n, ik, SLOTS[0])
-    t_upper = float(np.min(ref["_ops"]["t_op"][ok, 0])) - data.kernel_overhead if ok.any() else math.inf
+    t_upper = float(np.min(ref["_ops"]["t_op"][ok, 0])) if ok.any() else math.inf
     return replace(data, t_upper=t_upper)
 
 
@@ -445,11 +493,11 @@ def _class_min(d: TileData, cm: int, cn: int) -> tuple[int, int]:
 class _TileModel:
     """The CP-SAT model of one operator's tiles (data -> variables -> constraints), one per operator.
 
-    The time link built in is the relaxation rho = 1 (clock ratio 1), a lower bound everywhere and exact
-    wherever the clock does not throttle. :meth:`band` adds, under an enforcement literal, the tighter link of
-    one energy band (the tiling's energy per FLOP in an interval, hence a clock-ratio bound); a solve turns
-    one band on through an assumption. Constraints that the phases add (time caps, forbidden classes) are
-    valid for the rest of the search, so the model is never rebuilt.
+    The time link built in is the relaxation rho = 1 (clock ratio 1): a lower bound of every tiling's time,
+    exact wherever the clock does not throttle. :meth:`band` adds, under an enforcement literal, the tighter
+    link of one power band (the tiling's proxy power ratio in an interval, hence a clock-ratio bound); a solve
+    turns one band on through an assumption. Constraints that the search adds (time caps, forbidden classes)
+    stay valid for the rest of the search, so the model is never rebuilt.
     """
 
     def __init__(self, d: TileData):
@@ -458,14 +506,15 @@ class _TileModel:
         self.model = cp_model.CpModel()
         self.v: dict[str, cp_model.IntVar] = {}
         self.hi: dict[str, int] = {}  # upper bound of each variable
-        self._bands: dict[tuple[int, int], cp_model.IntVar] = {}
+        self._bands: dict[tuple[int, int | None], tuple[cp_model.IntVar, float]] = {}
         self._variables()
         self._constraints()
 
-    # ---- scaling: one time unit, one byte scale, one energy unit (every conversion through to_int)
+    # ---- scaling: one time unit, one byte scale (every conversion through to_int; the power units: _power)
     def _scales(self):
         d = self.d
-        self.rho_const = 1e6 if d.throttle == "always" else 1.0  # the evaluator floors the clock ratio at 1e-6
+        # 'always': every tiling runs at the lowest clock the evaluator models, so the model is exact with it
+        self.rho_const = RHO_FLOOR if d.throttle == "always" else 1.0
         self.c_float = d.padded_flops / d.unit_rate * self.rho_const  # s: t_matrix = c_float x waves / work
         self.tv_float = d.t_vector * self.rho_const
         bytes_min = d.a_mem + d.b_mem + d.c_mem
@@ -489,17 +538,6 @@ class _TileModel:
         self.bytes_lo = to_int(bytes_min * sb, rounding="down")
         self.t_lo = max(_ceil_div(self.c_matrix(1.0), d.units), _ceil_div(self.bytes_lo, self.bw_q),
                         self.c_vector(1.0), 0)
-        if d.throttle == "maybe":
-            ratio_max = d.e_max / (d.budget * d.padded_flops)
-            self.e_bits = min(40, 60 - math.ceil(math.log2(ratio_max)))
-            self.e_unit = d.budget * d.padded_flops / 2**self.e_bits  # J per energy unit
-            self.e_budget = 2**self.e_bits  # the TDP budget of this operator, in energy units
-
-    def rho_at(self, energy_units: int) -> float:
-        """1 / clock ratio at ``energy_units`` (a lower bound for every tiling at or above that energy)."""
-        if self.d.throttle != "maybe":
-            return 1.0
-        return max(1.0, energy_units / self.e_budget) ** (1.0 / self.d.power_exponent)
 
     def c_matrix(self, rho: float) -> int:
         return to_int(self.c_float * rho, self.q, "down")
@@ -630,94 +668,173 @@ class _TileModel:
             out += to_int(d.partial_bytes * sb) * (split - 1)
         return out
 
-    def time_of(self, cm: int, cn: int, split: int) -> float:
-        """The model's time (s) of a class at the peak clock: its least integer time, scaled back."""
+    def time_units(self, cm: int, cn: int, split: int) -> int:
+        """The relaxation's least integer time of a class (the peak clock)."""
         d = self.d
         work = cm * cn * d.batch * split
         waves = _ceil_div(work, d.units)
-        t = max(_ceil_div(self.c_matrix(1.0) * waves, work), _ceil_div(self.bytes_of(cm, cn, split), self.bw_q),
-                self.c_vector(1.0), self.t_lo)
-        return t * self.q
+        return max(_ceil_div(self.c_matrix(1.0) * waves, work), _ceil_div(self.bytes_of(cm, cn, split), self.bw_q),
+                   self.c_vector(1.0), self.t_lo)
 
-    def _energy(self) -> cp_model.IntVar:
-        """energy = (FLOPs + local-buffer bytes + L2 requests) J / energy unit, coefficients rounded down.
+    def time_of(self, cm: int, cn: int, split: int) -> float:
+        """The model's time (s) of a class at the peak clock: its least integer time, scaled back."""
+        return self.time_units(cm, cn, split) * self.q
 
-        Built on first use: only a search that needs energy bands pays for it.
+    # ---- the power ceiling (built on first use: only a search that needs bands pays for it)
+    def _power(self):
+        """p_comp and room: the evaluator's compute power and the power left beside memory, at the peak clock.
+
+        In the units of p_comp (e_unit / q, with e_unit = q P / 2^PB, so that P = TDP - static is 2^PB):
+
+            energy = E_compute / e_unit          coefficients rounded down (FLOPs, vector work, L2 requests,
+                                                 local-buffer bytes counted at c_M T_M = M, c_N T_N = N)
+            busy   = max(K, ceil(t_memory))      >= busy_c = max(t_c1, t_vector, t_memory)
+            p_comp = floor(energy / busy)        <= E_compute / busy_c
+            t_busy = max(ceil(t_matrix), ceil(t_vector), ceil(t_memory))   >= t_busy1 (matrix with wave loss)
+            p_mem  = floor(P_mem,max floor(t_memory) / t_busy)             <= E_mem / t_busy1
+            room   = max(0, 2^PB - p_mem)        >= TDP - static - p_mem (0: no power left)
+
+        so u = p_comp / room is a lower bound of the evaluator's p_comp / (TDP - static - p_mem), whose
+        1 / clock ratio is min(max(u, 1)^(1/p), RHO_FLOOR), up to the rounding of the integer units.
         """
-        if "energy" in self.v:
-            return self.v["energy"]
+        if "p_comp" in self.v:
+            return
         d, m, v = self.d, self.model, self.v
-        tmn = self._var("t_m_plus_t_n", d.im + d.inn, d.im * d.qm_max + d.inn * d.qn_max)
-        m.add(tmn == v["t_m"] + v["t_n"])
-        local = self._var("local_units", 0, d.p_max)
-        m.add_multiplication_equality(local, [v["tiles"], tmn])
-        u = self.e_unit
-        k_fix, k_loc = to_int(d.e_fixed, u, "down"), to_int(d.e_local, u, "down")
-        k_a, k_b, k_s = to_int(d.e_a, u, "down"), to_int(d.e_b, u, "down"), to_int(d.e_split, u, "down")
+        # (P > 0 wherever a tiling may throttle; were it not, any room >= 0 would still bound TDP - static - p_mem)
+        p_ref = d.power_budget if d.power_budget > 0 else d.e_max / d.t_compute
+        self.pb = min(P_BITS, math.floor(61 - math.log2(max(d.e_max / (self.q * p_ref), 1.0))))
+        self.e_unit = e_unit = self.q * p_ref / 2.0**self.pb
+        # local-buffer bytes ~ c_M c_N (T_M + T_N) = c_N (c_M T_M) + c_M (c_N T_N) >= M c_N + N c_M: linear (the
+        # product's presolve costs up to 100x the solve), a lower bound short by the tiles' padding beyond M, N
+        local = d.m * v["c_n"] + d.n * v["c_m"]
+        k_fix, k_loc = to_int(d.e_fixed, e_unit, "down"), to_int(d.e_local, e_unit, "down")
+        k_a, k_b = to_int(d.e_a, e_unit, "down"), to_int(d.e_b, e_unit, "down")
+        k_s = to_int(d.e_split, e_unit, "down")
         self._k = {"fix": k_fix, "loc": k_loc, "a": k_a, "b": k_b, "s": k_s}
-        hi = k_fix + k_loc * d.p_max + k_a * d.qn_max + k_b * d.qm_max + k_s * (d.split_max - 1)
+        hi = (k_fix + k_loc * (d.m * d.qn_max + d.n * d.qm_max) + k_a * d.qn_max + k_b * d.qm_max
+              + k_s * (d.split_max - 1))
         energy = self._var("energy", 0, hi)
         m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
-        return energy
+        # memory time in time units, rounded up (busy times) and down (memory power); bytes <= bw_q t_hi
+        self.k_q = to_int(d.t_compute, self.q, "up")
+        self.bw_dn = bw_dn = to_int(d.bandwidth * self.q * self.sb, rounding="down")
+        t_up = self._var("t_memory_up", 0, _ceil_div(self.bw_q * self.t_hi, bw_dn))
+        m.add(t_up * bw_dn >= v["bytes"])
+        m.add(t_up * bw_dn <= v["bytes"] + (bw_dn - 1))
+        t_dn = self._var("t_memory_dn", 0, self.t_hi)
+        m.add(t_dn * self.bw_q <= v["bytes"])
+        m.add(t_dn * self.bw_q >= v["bytes"] - (self.bw_q - 1))
+        busy = self._var("busy_compute", self.k_q, max(self.k_q, self.hi["t_memory_up"]))
+        m.add_max_equality(busy, [self.k_q, t_up])
+        p_comp = self._var("p_comp", 0, _ceil_div(hi, self.k_q))
+        m.add_division_equality(p_comp, energy, busy)
+        # the busy time of the memory power: matrix time with wave loss at the peak clock, rounded up
+        self.c_up = c_up = to_int(self.c_float, self.q, "up")
+        self.tv_up = tv_up = to_int(self.tv_float, self.q, "up")
+        t_mat = self._var("t_matrix_up", 1, c_up)
+        m.add_division_equality(t_mat, c_up * v["waves"] + v["work"] - 1, v["work"])
+        t_busy = self._var("t_busy_up", 1, max(c_up, tv_up, self.hi["t_memory_up"]))
+        m.add_max_equality(t_busy, [t_mat, tv_up, t_up])
+        self.pm_coef = pm = to_int(d.p_mem_max * self.q / e_unit, rounding="down")
+        pm_x_t = self._var("p_mem_x_t_busy", 0, pm * self.t_hi)
+        m.add(pm_x_t == pm * t_dn)
+        p_mem = self._var("p_mem", 0, pm)
+        m.add_division_equality(p_mem, pm_x_t, t_busy)
+        room = self._var("room", 0, 2**self.pb)
+        m.add_max_equality(room, [2**self.pb - p_mem, 0])
+        self.f_bits = min(F_BITS, 61 - self.hi["p_comp"].bit_length(), 61 - (self.pb + 1) - math.ceil(
+            math.log2(RHO_FLOOR**d.power_exponent)))
+        self.k_floor = self.kappa_of(RHO_FLOOR**d.power_exponent, "up")  # from here on, rho is the floor's
 
-    def band(self, lo: int, hi: int) -> cp_model.IntVar:
-        """Literal of energy band (lo, hi]: the energy in it, and the band's clock-ratio lower bound on time.
+    def u_of(self, kappa: int) -> float:
+        """The proxy power ratio u = p_comp / room of band edge ``kappa``."""
+        return kappa / 2.0**self.f_bits
 
-        1 / clock ratio is concave in the energy (a cube root), so on [lo + 1, hi] it lies above its chord:
-        rho(E) >= rho_lo + s (E - lo - 1) with rho_lo = rho(lo + 1), s the chord's slope. With t_matrix at
-        peak clock >= C / U (perfect waves), time >= t_matrix rho >= t_matrix rho_lo + (C / U) s (E - lo - 1):
-        ``(time - chord) x work >= C rho_lo x waves`` with chord = ceil(kappa (E - lo - 1)) - 1, kappa rounded
-        down. Without the chord term the band would only know rho_lo, and a band just above the budget
-        would know nothing.
+    def kappa_of(self, u: float, rounding: str = "down") -> int | None:
+        """The band edge of proxy ratio ``u`` (None beyond the int64 range of the band constraints)."""
+        self._power()
+        if not math.isfinite(u) or u >= 2.0 ** (61 - self.f_bits - self.pb - 1):
+            return None
+        return to_int(u * 2.0**self.f_bits, rounding=rounding)
+
+    def rho_of(self, kappa: int) -> float:
+        """The band's lower bound of 1 / clock ratio for every tiling with p_comp >= u(kappa) x room."""
+        if kappa <= 0:
+            return 1.0
+        return min(RHO_FLOOR, max(1.0, self.u_of(kappa)) ** (1.0 / self.d.power_exponent)) * (1 - 1e-12)
+
+    def band(self, lo: int, hi: int | None) -> tuple[cp_model.IntVar, float]:
+        """Literal of power band [lo, hi] (lo room <= p_comp 2^F <= hi room, room >= 1) and its bound rho.
+
+        Under the literal, time >= rho x the matrix and vector times at the peak clock, rho = rho_of(lo):
+        ``time x work >= C rho x waves``. Every tiling lies in some band -- its u = p_comp / room somewhere, or
+        room = 0 (band NO_ROOM: no power left beside the memory's, the clock at its floor) -- and its clock
+        ratio is at most 1 / rho (u is a lower bound of the evaluator's p_comp / (TDP - static - p_mem)).
         """
         key = (lo, hi)
         if key not in self._bands:
+            self._power()
             m, v, d = self.model, self.v, self.d
-            energy = self._energy()
-            if "chord" not in v:  # shared by every band: time - chord, and its product with work
-                self._var("chord", 0, self.t_hi)
-                self._var("time_less_chord", 0, self.t_hi)
-                self._var("time_less_chord_x_work", 0, self.t_hi * self.hi["work"])
-                m.add_multiplication_equality(v["time_less_chord_x_work"], [v["time_less_chord"], v["work"]])
             lit = m.new_bool_var(f"band_{lo}_{hi}[{d.op.name}]")
-            rho = self.rho_at(lo + 1)
-            m.add(energy >= lo + 1).only_enforce_if(lit)
-            m.add(energy <= hi).only_enforce_if(lit)
-            slope = (self.rho_at(hi) - rho) / max(hi - lo - 1, 1)  # per energy unit
-            bits = min(CHORD_BITS, 61 - self.t_hi.bit_length())  # 2^bits x chord stays below 2^61
-            kappa = to_int(self.c_float / d.units / self.q * slope * 2**bits, rounding="down")
-            m.add(2**bits * v["chord"] >= kappa * (energy - lo - 1) - 2**bits + 1).only_enforce_if(lit)
-            m.add(v["time_less_chord"] == v["time"] - v["chord"]).only_enforce_if(lit)
-            m.add(v["time_less_chord_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
-            if self.c_vector(rho) > 0:
-                m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
-            self._bands[key] = lit
+            f = 2**self.f_bits
+            if key == NO_ROOM:
+                m.add(v["room"] == 0).only_enforce_if(lit)
+                rho = RHO_FLOOR * (1 - 1e-12) if d.all_draw else 1.0
+            else:
+                if lo > 0:
+                    m.add(f * v["p_comp"] >= lo * v["room"]).only_enforce_if(lit)
+                if hi is not None:
+                    m.add(f * v["p_comp"] <= hi * v["room"]).only_enforce_if(lit)
+                m.add(v["room"] >= 1).only_enforce_if(lit)
+                rho = self.rho_of(lo)
+            if rho > 1.0:
+                m.add(v["time_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
+                if self.c_vector(rho) > 0:
+                    m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
+            self._bands[key] = (lit, rho)
         return self._bands[key]
 
-    @property
-    def energy_hi(self) -> int:
-        """Upper bound of the energy variable (builds the energy constraints on first use)."""
-        self._energy()
-        return self.hi["energy"]
+    def kappa_at(self, solver) -> int | None:
+        """floor(p_comp 2^F / room) of a solver's solution by the model's integer formulas (the solve may
+        predate the power variables): where its band is split. None: no room (band NO_ROOM)."""
+        self._power()
+        d, v, k = self.d, self.v, self._k
+        val = {name: int(solver.value(v[name])) for name in ("c_m", "c_n", "split", "bytes")}
+        energy = (k["fix"] + k["loc"] * (d.m * val["c_n"] + d.n * val["c_m"]) + k["a"] * val["c_n"]
+                  + k["b"] * val["c_m"] + k["s"] * (val["split"] - 1))
+        t_up = _ceil_div(val["bytes"], self.bw_dn)
+        p_comp = energy // max(self.k_q, t_up)
+        work = val["c_m"] * val["c_n"] * d.batch * val["split"]
+        t_busy = max(_ceil_div(self.c_up * _ceil_div(work, d.units), work), self.tv_up, t_up, 1)
+        room = 2**self.pb - self.pm_coef * (val["bytes"] // self.bw_q) // t_busy
+        if room <= 0:  # no room: band NO_ROOM
+            return None
+        return min(p_comp * 2**self.f_bits // room, self.k_floor)
 
-    def energy_of(self, solver) -> int:
-        """The energy (in energy units) of a solver's solution, by the model's own integer formula."""
-        d, v = self.d, self.v
-        self._energy()
-        val = {k: int(solver.value(v[k])) for k in ("t_m", "t_n", "c_m", "c_n", "split")}
-        local = val["c_m"] * val["c_n"] * (val["t_m"] + val["t_n"])
-        return (self._k["fix"] + self._k["loc"] * local + self._k["a"] * val["c_n"] + self._k["b"] * val["c_m"]
-                + self._k["s"] * (val["split"] - 1))
-
-
-def _split(lo: int, hi: int, e_x: int) -> list[tuple[int, int]]:
-    """Energy band (lo, hi] split at a solution's energy e_x: (lo, e_x - 1] and (e_x - 1, hi], non-empty ones."""
-    out = []
-    if e_x - 1 > lo:
-        out.append((lo, e_x - 1))
-    if hi > e_x - 1:
-        out.append((max(lo, e_x - 1), hi))
-    return out
+    def cuts(self, lo: int, hi: int | None, kx: int | None, whole: bool = False) -> list[tuple[int, int | None]]:
+        """Band [lo, hi] split at a solution's kappa ``kx``: [lo, kx], [kx, hi], the lower part further at
+        u = 1 and at the geometric middle (in u) while its bound is looser than BAND_RTOL in rho; ``whole``:
+        the band is the whole domain, band NO_ROOM included. The lowest band last (it is searched first)."""
+        if (lo, hi) == NO_ROOM:
+            return [NO_ROOM]
+        if kx is None:
+            out = [(lo, hi)]
+        else:
+            d = self.d
+            points = {lo, kx} | ({hi} if hi is not None else set())
+            one = self.kappa_of(1.0)
+            if one is not None and lo < one < kx:
+                points.add(one)
+            base = max(lo, one or 0)
+            if 0 < base < kx and kx / base > (1 + BAND_RTOL) ** d.power_exponent:
+                mid = self.kappa_of(math.sqrt(self.u_of(base) * self.u_of(kx)))
+                if mid is not None and base < mid < kx:
+                    points.add(mid)
+            pts = sorted(points)
+            out = [(a, b) for a, b in zip(pts, pts[1:])]
+            if hi is None:
+                out.append((pts[-1], None))
+        return ([NO_ROOM] if whole else []) + out[::-1]
 
 
 class _Search:
@@ -730,11 +847,22 @@ class _Search:
         self.statuses: list[str] = []
         self.times: list[float] = []
         self.cap = None  # literal of the current time cap (assumed while it is set)
-        # class (c_M, c_N, split) -> the evaluator on its cheapest tile: (busy time, traffic, record)
+        self.cap_units = None
+        # class (c_M, c_N, split) -> the evaluator on its cheapest tile: (time, traffic, record)
         self.cost: dict[tuple[int, int, int], tuple[float, float, dict]] = {}
 
-    def solve(self, band: tuple[int, int] | None = None):
-        """Solve the model (with one energy band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE.
+    def set_cap(self, units: int | None):
+        """Search only tilings of model time <= ``units`` (None: no cap) from now on, until changed."""
+        if units is None:
+            self.cap, self.cap_units = None, None
+            return
+        model, v = self.t.model, self.t.v
+        self.cap = model.new_bool_var(f"time_cap_{self.solves}[{self.op.name}]")
+        model.add(v["time"] <= units).only_enforce_if(self.cap)
+        self.cap_units = units
+
+    def solve(self, band: tuple[int, int | None] | None = None):
+        """Solve the model (with one power band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE.
 
         Tries :data:`SOLVE_PLAN` in order: CP search without the LP relaxation first (fast on almost every
         instance), then with it (which some instances need to bound the objective), each later attempt
@@ -742,12 +870,14 @@ class _Search:
         """
         model, v = self.t.model, self.t.v
         model.clear_assumptions()
-        lits = ([self.cap] if self.cap is not None else []) + ([self.t.band(*band)] if band is not None else [])
+        lits = [self.cap] if self.cap is not None else []
+        if band is not None:
+            lits.append(self.t.band(*band)[0])
         if lits:
             model.add_assumptions(lits)
         model.clear_hints()
         name, solver, wall = "UNKNOWN", None, 0.0
-        for i, (level, det_s, wall_s) in enumerate(SOLVE_PLAN):
+        for i, (level, probing, det_s, wall_s) in enumerate(SOLVE_PLAN):
             left = self.limit - (time.perf_counter() - self.start)
             if left <= 0:
                 break
@@ -759,6 +889,7 @@ class _Search:
                 attempt.parameters.max_deterministic_time = det_s
             attempt.parameters.random_seed = int(self.seed)
             attempt.parameters.linearization_level = level
+            attempt.parameters.cp_model_probing_level = probing
             status = status_name(attempt.solve(model))
             wall += attempt.wall_time
             if status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"):
@@ -790,7 +921,8 @@ class _Search:
         """Evaluate a class's cheapest tile (canonical T_K, 2 slots) once; forbid the class from now on.
 
         Every later solve looks for something else: the class's best is known, and no member of a class is
-        faster or moves fewer bytes than its cheapest tile.
+        faster or moves fewer bytes than its cheapest tile (same waves, bytes and memory power; the least
+        local-buffer energy, hence the highest clock).
         """
         if cls not in self.cost:
             d = self.t.d
@@ -799,10 +931,33 @@ class _Search:
             r = evaluate_tiles(self.op, self.chips, tm, tn, tk, cls[2])
             rec = {"tm": tm, "tn": tn, "tk": tk, "time_s": float(r["time_s"][0]),
                    "traffic_bytes": float(r["traffic_bytes"][0]), "clock_ratio": float(r["clock_ratio"][0])}
-            self.cost[cls] = (rec["time_s"] - d.kernel_overhead, rec["traffic_bytes"], rec)
+            self.cost[cls] = (rec["time_s"], rec["traffic_bytes"], rec)
             v = self.t.v
             self.t.model.add_forbidden_assignments([v["c_m"], v["c_n"], v["split"]], [cls])
         return self.cost[cls][:2]
+
+    def check(self, cls, exact: bool):
+        """The evaluator against the model for a class just solved: never below the relaxation's time (clock
+        ratio 1), and equal to it where the model is exact (``exact``: a solve without a band, and the evaluator
+        reports no throttling). A failure means a formula of dse.evaluate changed under the tile model.
+
+        (A band's tighter bound holds for the solver's tile, not necessarily for the class's cheapest tile,
+        which draws less power; so the relaxation is the bound checked.)
+        """
+        t_c, _, rec = self.cost[cls]
+        units = self.t.time_units(*cls)
+        q = self.t.q
+        low = t_c < (units - 1) * q * (1 - 1e-9)
+        high = exact and rec["clock_ratio"] == 1.0 and t_c > (units + 1) * q * (1 + TIME_RTOL)
+        if low or high:
+            raise SolverError(f"tiles of {self.op.name}: the evaluator's time {t_c:.9g} s for class {cls} (c_M, c_N, "
+                              f"split) disagrees with the tile model's {units * q:.9g} s at the peak clock; did a "
+                              f"formula of dse.evaluate change?")
+
+    def meets(self, solver, t_c: float) -> bool:
+        """The solution's evaluated time is within TIME_RTOL of the solve's proven bound: nothing the solve
+        searched is faster."""
+        return t_c <= (solver.best_objective_bound - 1) * self.t.q * (1 + TIME_RTOL)
 
 
 def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> TileChoice:
@@ -811,17 +966,17 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     ``chip``: a catalog name, a ChipSpec or a one-point Chips. ``time_limit_s`` bounds the wall-clock time
     of all solves together. Raises InfeasibleError when no tile fits (the message names the limit), and
     SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE, or when the model and the
-    evaluator disagree where the model is exact (a formula changed on one side).
+    evaluator disagree (a formula changed on one side).
 
-    Each phase solves regime A (the tiling's energy per FLOP within the TDP budget: the clock does not
-    throttle and the model is exact), then proves regime B (the clock throttles) cannot do better: B is
-    searched in energy bands (e_lo, e_hi], each with the clock-ratio bound rho(e_lo) and capped at the
-    energy above which even a perfect wave could not beat the best time; a band's solution is evaluated,
-    recorded and forbidden, and the band split at its energy, until every band is infeasible or meets its
-    bound. Without a TDP (or when no tiling can exceed it) there is one regime and one solve per phase.
+    Phase 1 (least time) solves the relaxation (clock ratio 1, a lower bound of every tiling's time) and
+    evaluates its optimum; where that tiling does not throttle, it is the optimum (one solve, the common case).
+    Otherwise the tilings are searched in power bands (see the module doc), each with its clock-ratio bound,
+    for one strictly faster than the best so far: a band's solution is evaluated, recorded and forbidden, and
+    the band split at its proxy ratio, until every band is infeasible or its solution meets its bound.
 
-    Phase 1: minimize time. Phase 2: with time capped at the fastest x (1 + TIME_RTOL), minimize off-chip
-    bytes (each solve asks for strictly fewer bytes than the best tie so far).
+    Phase 2 (least traffic): with the model time capped at the fastest x (1 + TIME_RTOL), minimize off-chip
+    bytes (each solve asks for strictly fewer bytes than the best tie so far); a solution that the evaluator
+    finds slower than the cap (it throttles) splits its band the same way.
     """
     start, cpu0 = time.perf_counter(), time.process_time()
     chips = as_chips(chip)
@@ -830,58 +985,51 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     v, q, model = tm_.v, tm_.q, tm_.model
     S = _Search(tm_, op, chips, time_limit_s, seed, start)
     maybe = d.throttle == "maybe"
-    regime_a = (-1, tm_.e_budget) if maybe else None
 
-    def e_cap(t_s: float) -> int:
-        """Above this energy, rho > t_s / (matrix time with perfect waves): no tiling there is faster than t_s."""
-        cap = tm_.e_budget * (t_s * d.units / tm_.c_float) ** d.power_exponent
-        return tm_.energy_hi if cap >= tm_.energy_hi else to_int(cap, rounding="up")
+    def top(t_s: float) -> int | None:
+        """Band edge above which rho > t_s / K: no tiling there is as fast as t_s (None: no such edge)."""
+        r = t_s * (1 + 1e-9) / d.t_compute
+        return None if r >= RHO_FLOOR else tm_.kappa_of(r**d.power_exponent, "up")
 
-    def check_exact(solver, cls, t_c):
-        """Where the model is exact, the evaluator must agree with it (a guard against either side changing)."""
-        bound = (solver.best_objective_bound - 1) * q
-        if t_c < bound * (1 - 1e-9) or t_c > (solver.objective_value + 1) * q * (1 + TIME_RTOL):
-            raise SolverError(f"tiles of {op.name}: the evaluator's time {t_c:.9g} s for class {cls} (c_M, c_N, "
-                              f"split) disagrees with the tile model's {solver.objective_value * q:.9g} s where the "
-                              f"model is exact; did a formula of dse.evaluate change?")
+    def clip(band, t_s: float):
+        """The band without the tilings above :func:`top` of ``t_s``; None if empty."""
+        lo, hi = band
+        cap = top(t_s)
+        if band == NO_ROOM:  # at the clock floor: rho = RHO_FLOOR >= t_s / K unless top is None
+            return None if cap is not None and d.all_draw else band
+        hi = cap if hi is None else (hi if cap is None else min(hi, cap))
+        return None if hi is not None and hi < lo else (lo, hi)
 
     # ---- phase 1: the least time
     model.minimize(v["time"])
-    best_cls, best_t = None, math.inf
-    solver = S.solve(regime_a)
-    if solver is not None:
-        best_cls = S.cls(solver)
-        best_t = S.record(best_cls)[0]
-        check_exact(solver, best_cls, best_t)
-    if maybe:
-        stack = [(tm_.e_budget, tm_.energy_hi)]
-        while stack:
-            lo, hi = stack.pop()
-            if math.isfinite(best_t):
-                S.cap = model.new_bool_var(f"time_cap_{S.solves}[{op.name}]")  # strictly faster than the best
-                model.add(v["time"] <= to_int(best_t * (1 - TIME_RTOL), q, "down") + 1).only_enforce_if(S.cap)
-                hi_eff = min(hi, e_cap(best_t))
-            else:
-                hi_eff = hi
-            if hi_eff <= lo:
-                continue
-            solver = S.solve((lo, hi_eff))
-            if solver is None:
+    solver = S.solve()
+    if solver is None:
+        raise InfeasibleError(_infeasible_message(d))
+    best_cls = S.cls(solver)
+    best_t = S.record(best_cls)[0]
+    S.check(best_cls, exact=True)
+    if maybe and not S.meets(solver, best_t):  # the relaxation's optimum throttles: search the power bands
+        capped, pending = None, tm_.cuts(0, None, tm_.kappa_at(solver), whole=True)
+        while pending:
+            if capped != best_t:  # strictly faster than the best from now on
+                S.set_cap(to_int(best_t * (1 - TIME_RTOL), q, "down") + 1)
+                capped = best_t
+            band = clip(pending.pop(), best_t)
+            if band is None or (solver := S.solve(band)) is None:
                 continue
             cls = S.cls(solver)
             t_c = S.record(cls)[0]
+            S.check(cls, exact=False)
             if t_c < best_t:
                 best_cls, best_t = cls, t_c
-            if t_c <= (solver.best_objective_bound - 1) * q * (1 + TIME_RTOL):
-                continue  # the band's optimum meets its lower bound: nothing in it is faster
-            stack.extend(_split(lo, hi_eff, tm_.energy_of(solver)))
-        S.cap = None
-    if best_cls is None:
-        raise InfeasibleError(_infeasible_message(d))
+            if not S.meets(solver, t_c):  # else nothing in the band is faster than its solution
+                pending.extend(tm_.cuts(*band, tm_.kappa_at(solver)))
+        S.set_cap(None)
 
     # ---- phase 2: the least off-chip traffic among tilings within TIME_RTOL of the fastest
     limit = best_t * (1 + TIME_RTOL)
-    model.add(v["time"] <= to_int(limit, q, "down") + 1)
+    cap_units = to_int(limit, q, "down") + 1
+    model.add(v["time"] <= cap_units)
     model.minimize(v["bytes"])
     ties = [c for c, (t_c, _, _) in S.cost.items() if t_c <= limit]
     best_b = min(S.cost[c][1] for c in ties)
@@ -889,31 +1037,28 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     def fewer_bytes():
         model.add(v["bytes"] <= to_int(best_b * tm_.sb, rounding="up") - 1)
 
-    def tie(solver) -> bool:
-        nonlocal best_b
+    fewer_bytes()
+    pending = [None]
+    while pending:
+        band = pending.pop()
+        if band is not None and (band := clip(band, limit)) is None:
+            continue
+        solver = S.solve(band)
+        if solver is None:
+            continue
         cls = S.cls(solver)
         t_c, b_c = S.record(cls)
-        if t_c > limit:
-            return False
-        ties.append(cls)
-        if b_c < best_b:
-            best_b = b_c
-            fewer_bytes()
-        return True
-
-    fewer_bytes()
-    while (solver := S.solve(regime_a)) is not None:  # regime A: a non-tie here is only rounding slack
-        tie(solver)
-    if maybe:
-        stack = [(tm_.e_budget, min(tm_.energy_hi, e_cap(limit)))]
-        while stack:
-            lo, hi = stack.pop()
-            if hi <= lo or (solver := S.solve((lo, hi))) is None:
-                continue
-            if tie(solver):
-                stack.append((lo, hi))  # again, for fewer bytes still
-            else:
-                stack.extend(_split(lo, hi, tm_.energy_of(solver)))
+        S.check(cls, exact=band is None)
+        if t_c <= limit:  # a tie: ask for fewer bytes still
+            ties.append(cls)
+            if b_c < best_b:
+                best_b = b_c
+                fewer_bytes()
+            pending.append(band)
+        elif maybe:  # it throttles: split its band at it
+            pending.extend(tm_.cuts(*(band or (0, None)), tm_.kappa_at(solver), whole=band is None))
+        else:  # only rounding slack (the model is exact): the class is forbidden, solve again
+            pending.append(band)
     final = min(ties, key=lambda c: (S.cost[c][1], S.cost[c][0]))
 
     # ---- extract: the class's cheapest tile, as evaluated (2 slots, the largest T_K)
@@ -922,11 +1067,11 @@ def solve_tiles(op: Op, chip, *, time_limit_s: float = 10.0, seed: int = 0) -> T
     return TileChoice(
         op=op.name, tm=int(rec["tm"]), tn=int(rec["tn"]), tk=int(rec["tk"]), slots=SLOTS[0], split_k=int(final[2]),
         time_s=rec["time_s"], traffic_bytes=rec["traffic_bytes"], status=status,
-        model_time_s=tm_.time_of(*final) + d.kernel_overhead,
+        model_time_s=tm_.time_of(*final),
         solve_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu0, clock_ratio=rec["clock_ratio"],
         working_set_bytes=float(_working_set(d, rec["tm"], rec["tn"], rec["tk"], SLOTS[0])), solves=S.solves,
         info={"time_unit_s": q, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
-              "classes_checked": len(S.cost), "energy_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
+              "classes_checked": len(S.cost), "power_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
     )
 
 
@@ -971,9 +1116,11 @@ def solve_workload_tiles(workload: Workload, chip, *, time_limit_s: float = 10.0
 
     A row of tiles broadcasts over any number of identical design points; vector operators get the
     instruction tile and split 1 (the evaluator does not use tiles for them). Identical operators (same
-    shapes and formats) are solved once. Each operator's tiles are optimal for that operator run alone;
-    in a workload the evaluator derives one sustained clock from all operators' energy, so where the
-    power ceiling binds, the workload's clock (and time) can differ from the sum of the per-operator optima.
+    shapes and formats) are solved once. The result is the workload's optimum: the evaluator throttles each
+    operator's clock by that operator's own power, and a step takes max(sum of device times, sum of kernel
+    launches) + step overhead, whose launch side does not depend on the tiles; so the sum of the per-operator
+    optima is the least device time, and no other tiles give a shorter step (never slower than the default
+    tiles, in particular). Each ``choices[name].time_s`` is that operator's t_op in the workload.
     """
     chips = as_chips(chip)
     g = lambda key: float(chips.get(key, 16.0)[0])  # noqa: E731
@@ -1007,7 +1154,10 @@ def tile_candidates(op: Op, chip, *, prune: bool = True) -> dict[str, np.ndarray
       * time and traffic depend on T_M only through c_M = ceil(M / T_M) (and r_B = min(c_M, ceil(M / t_2))),
         except the local-buffer energy, which grows with T_M: the smallest T_M of each c_M dominates (same for T_N);
       * for fixed tiles, memory time, traffic and energy grow with s, and the matrix time follows
-        ceil(w s / U) / (w s): only splits that strictly improve that ratio over every smaller split remain.
+        ceil(w s / U) / (w s): only splits that strictly improve that ratio over every smaller split remain --
+        where the clock cannot throttle. Where it can, every split stays: a split with more waves per work
+        item or more partial-sum traffic lengthens the busy time over which the evaluator spreads the
+        operator's memory or compute power, which can raise its sustained clock.
     """
     d = tile_data(op, chip)
     if not prune:
@@ -1029,11 +1179,11 @@ def tile_candidates(op: Op, chip, *, prune: bool = True) -> dict[str, np.ndarray
     S = np.arange(1, d.split_max + 1)
     ws = w[:, None] * S[None, :]
     waves = -(-ws // d.units)
-    # keep s where waves/ws < min over smaller splits (integer cross-multiplication)
+    # keep s where waves/ws < min over smaller splits (integer cross-multiplication); every s where it may throttle
     keep = np.ones(ws.shape, dtype=bool)
     best_w = waves[:, 0].copy()
     best_ws = ws[:, 0].copy()
-    for j in range(1, len(S)):
+    for j in range(1, len(S) if d.throttle != "maybe" else 0):
         better = waves[:, j] * best_ws < best_w * ws[:, j]
         keep[:, j] = better
         best_w = np.where(better, waves[:, j], best_w)
@@ -1065,8 +1215,7 @@ def brute_force_tiles(op: Op, chip, *, prune: bool = True, chunk: int = 200_000)
         traffic.append(r["traffic_bytes"])
         cr.append(r["clock_ratio"])
     T, B, CR = np.concatenate(times), np.concatenate(traffic), np.concatenate(cr)
-    busy = T - d.kernel_overhead
-    tie = busy <= busy.min() * (1 + TIME_RTOL)
+    tie = T <= T.min() * (1 + TIME_RTOL)
     order = np.lexsort((-cand["tk"], cand["slots"], cand["tm"] + cand["tn"], np.where(tie, B, np.inf)))
     i = int(order[0])
     return TileChoice(

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from dse.errors import InfeasibleError, SpecError
+from dse.evaluate import evaluate_arrays
+from dse.hardware import Chips, load_chip, with_overrides
 from dse.solvers.cpsat_split import CONSTRAINTS, solve_split, split_data, split_grid
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam
 from dse.workload import Workload, decode, gemm, prefill
@@ -65,6 +67,16 @@ def test_cpsat_split_equals_the_grid(name):
     assert g["time_s"][idx[0]] == pytest.approx(c.time_s, rel=1e-12)
     # the model's linear die area is the area model's
     np.testing.assert_allclose(g["model_die_area_mm2"], g["die_area_mm2"], rtol=1e-12)
+
+
+def test_roofline_is_at_the_peak_clock_when_operators_throttle():
+    """The evaluator throttles each operator to its own power ceiling; the split model's unit-cycles are the
+    peak-clock ones whatever the base chip's TDP (the TDP is the model's limit, not a throttle)."""
+    base, mix, _, _ = SPACES["h100-serving"]
+    low = with_overrides(load_chip(base), {"tdp": 250.0})
+    ops = evaluate_arrays(Chips.from_specs([low]), mix[1][0], breakdown=True)
+    assert ops["clock_ratio"][0] < 1.0  # (the FLOP-weighted mean of the operators' clocks)
+    np.testing.assert_allclose(split_data(low, mix).cycles, split_data(base, mix).cycles, rtol=1e-12)
 
 
 def test_every_limit_binds_somewhere():

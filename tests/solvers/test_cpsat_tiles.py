@@ -14,7 +14,7 @@ import pytest
 
 from dse.errors import InfeasibleError, SolverError, SpecError
 from dse.evaluate import evaluate_arrays
-from dse.hardware import Chips, load_chip
+from dse.hardware import Chips, load_chip, with_overrides
 from dse.solvers.cpsat_tiles import (
     SLOTS,
     TIME_RTOL,
@@ -26,7 +26,7 @@ from dse.solvers.cpsat_tiles import (
     tile_candidates,
     to_int,
 )
-from dse.workload import Workload, attention, gemm, prefill
+from dse.workload import Workload, attention, decode, gemm, prefill
 
 CHIPS = ("h100-sxm", "mi355x", "rtx-4090", "tpu-v1", "b200")
 INT8 = {"weights": "int8", "activations": "int8"}  # TPU v1 has only INT8 matrix instructions
@@ -64,6 +64,11 @@ def _shapes(n: int, seed: int = 2024):
 
 def _alone(op):
     return Workload(name="one", phase="ops", ops=(op,))
+
+
+def _throttled(name: str, **overrides) -> Chips:
+    """A catalog chip with a lower TDP (and other power inputs): most tilings of a big GEMM throttle."""
+    return as_chips(with_overrides(load_chip(name), overrides))
 
 
 def test_cpsat_equals_brute_force_on_200_shapes(chips):
@@ -112,16 +117,20 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
     ("mi355x", 77, 33, 257, FP8),
     ("tpu-v1", 300, 512, 600, INT8),
     ("rtx-4090", 16, 1000, 48, None),
+    ("b200@400W", 300, 200, 700, None),  # throttled: every split stays a candidate
+    ("b200@300W", 77, 130, 900, None),
 ])
 def test_pruned_oracle_equals_full_enumeration(chips, chip, m, n, k, formats):
     """The oracle's pruning (smallest tile per count, T_K = k_i, 2 slots, record splits) loses nothing."""
     op = gemm("small", m, n, k, formats=formats)
-    pruned = brute_force_tiles(op, chips[chip])
-    full = brute_force_tiles(op, chips[chip], prune=False)
+    name, _, tdp = chip.partition("@")
+    ch = _throttled(name, tdp=float(tdp[:-1])) if tdp else chips[chip]
+    pruned = brute_force_tiles(op, ch)
+    full = brute_force_tiles(op, ch, prune=False)
     assert full.info["candidates"] > pruned.info["candidates"]
     assert pruned.time_s == pytest.approx(full.time_s, rel=1e-12)
     assert pruned.traffic_bytes == pytest.approx(full.traffic_bytes, rel=1e-12)
-    assert solve_tiles(op, chips[chip]).time_s == pytest.approx(full.time_s, rel=TIME_RTOL)
+    assert solve_tiles(op, ch).time_s == pytest.approx(full.time_s, rel=TIME_RTOL)
 
 
 def test_attention_and_block_formats(chips):
@@ -138,12 +147,45 @@ def test_attention_and_block_formats(chips):
         assert c.traffic_bytes == pytest.approx(b.traffic_bytes, rel=1e-12), (chip, op.name)
 
 
-def test_throttled_optimum_is_found(chips):
-    """On B200 a deeper split-K that lowers the clock ratio still wins: the energy bands find it."""
-    op = gemm("g", 950, 3840, 6400)
-    c, b = solve_tiles(op, chips["b200"]), brute_force_tiles(op, chips["b200"])
-    assert c.clock_ratio < 1.0 and b.clock_ratio < 1.0
-    assert c.time_s == pytest.approx(b.time_s, rel=TIME_RTOL) and c.status == "OPTIMAL"
+@pytest.mark.parametrize("chip, overrides, m, n, k", [
+    ("b200", {"tdp": 600.0}, 3335, 409, 787),
+    ("b200", {"tdp": 600.0}, 1018, 795, 3294),
+    ("h100-sxm", {"tdp": 400.0}, 1267, 625, 1329),
+    ("b200", {"tdp": 800.0, "power.voltage_scaling": 0.0}, 440, 1272, 2268),  # fixed voltage: P ~ f
+])
+def test_throttled_optimum_is_found(chip, overrides, m, n, k):
+    """Where the relaxation's optimum throttles, the power bands find the evaluator's optimum: the
+    fastest tiling at peak clock is not the fastest once each tiling runs at its own sustained clock."""
+    op, ch = gemm("g", m, n, k), _throttled(chip, **overrides)
+    c, b = solve_tiles(op, ch), brute_force_tiles(op, ch)
+    assert c.status == "OPTIMAL" and c.info["power_bands"] > 0 and c.info["classes_checked"] > 1
+    assert c.clock_ratio < 1.0 and c.model_time_s < c.time_s * (1 - 1e-4)  # the power ceiling binds
+    assert c.time_s == pytest.approx(b.time_s, rel=TIME_RTOL)
+    assert c.traffic_bytes == pytest.approx(b.traffic_bytes, rel=1e-12)
+
+
+def test_cpsat_equals_brute_force_where_most_tilings_throttle():
+    """Random GEMMs on chips whose TDP throttles most tilings (the power bands on every solve)."""
+    rng = np.random.default_rng(7)
+    cases = [("b200", {"tdp": 600.0}), ("h100-sxm", {"tdp": 400.0}), ("mi355x", {"tdp": 900.0}),
+             ("b200", {"tdp": 800.0, "power.voltage_scaling": 0.0})]
+    cpu, failures = [], []
+    for name, over in cases:
+        ch = _throttled(name, **over)
+        for _ in range(6):
+            m, n, k = (int(x) for x in rng.integers(1, 8192, 3))
+            op = gemm("g", m, n, k, batch=int(rng.choice([1, 1, 2, 8])))
+            c, b = solve_tiles(op, ch), brute_force_tiles(op, ch)
+            cpu.append(c.cpu_time_s)
+            same = (math.isclose(c.time_s, b.time_s, rel_tol=TIME_RTOL)
+                    and math.isclose(c.traffic_bytes, b.traffic_bytes, rel_tol=1e-12))
+            if c.status != "OPTIMAL" or not same:
+                failures.append(f"{name} {over} M={m} N={n} K={k} batch={op.batch}: {c.status} {c.time_s:.9g} s "
+                                f"{c.traffic_bytes:.0f} B {c.tiles} vs {b.time_s:.9g} s {b.traffic_bytes:.0f} B "
+                                f"{b.tiles}")
+    print(f"\nCP-SAT tiles on throttling chips, {len(cpu)} GEMMs: CPU median {np.median(cpu) * 1e3:.1f} ms, "
+          f"p95 {np.percentile(cpu, 95) * 1e3:.1f} ms, max {max(cpu) * 1e3:.1f} ms")
+    assert not failures, "\n".join(failures)
 
 
 def test_workload_tiles_feed_the_evaluator(chips):
@@ -155,15 +197,34 @@ def test_workload_tiles_feed_the_evaluator(chips):
     assert set(choices) == gemm_names
     out = evaluate_arrays(chips["h100-sxm"], w, tiles=tiles, breakdown=True)
     default = evaluate_arrays(chips["h100-sxm"], w)
-    assert out["clock_ratio"][0] == 1.0
     ops = out["_ops"]
-    for j, name in enumerate(ops["names"]):
-        if name in choices and choices[name].clock_ratio == 1.0:
+    for j, name in enumerate(ops["names"]):  # each operator's clock is its own: the solver's time is the evaluator's
+        if name in choices:
             assert ops["t_op"][0, j] == pytest.approx(choices[name].time_s, rel=1e-12), name
     assert out["time_s"][0] <= default["time_s"][0]
     # a row of tiles broadcasts over several identical design points
     many = chips["h100-sxm"].take([0, 0, 0])
     assert np.allclose(evaluate_arrays(many, w, tiles=tiles)["time_s"], out["time_s"][0])
+
+
+@pytest.mark.parametrize("chip, overrides", [("h100-sxm", {}), ("mi355x", {}), ("b200", {"tdp": 600.0})])
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_solved_tiles_are_never_slower_than_the_default(chip, overrides, phase):
+    """The clock is throttled per operator and launches overlap device time independently of the tiles, so
+    the per-operator optima are the workload's optimum: never slower than the default tiles, operator by
+    operator and in total (the throttled B200 exercises the power bands inside a workload)."""
+    w = decode("qwen3-8b", batch=1, context=8192) if phase == "decode" else prefill("qwen3-8b", batch=1, tokens=4096)
+    ch = _throttled(chip, **overrides) if overrides else as_chips(load_chip(chip))
+    tiles = solve_workload_tiles(w, ch)
+    assert all(c.status == "OPTIMAL" for c in tiles.choices.values())
+    solved, default = evaluate_arrays(ch, w, tiles=tiles, breakdown=True), evaluate_arrays(ch, w, breakdown=True)
+    t_solved, t_default = solved["_ops"]["t_op"][0], default["_ops"]["t_op"][0]
+    slower = [(n, a, b) for n, a, b in zip(solved["_ops"]["names"], t_solved, t_default) if a > b * (1 + 1e-12)]
+    assert not slower, slower
+    assert solved["time_s"][0] <= default["time_s"][0] * (1 + 1e-12)
+    for j, name in enumerate(solved["_ops"]["names"]):
+        if name in tiles.choices:
+            assert t_solved[j] == pytest.approx(tiles.choices[name].time_s, rel=1e-12), name
 
 
 def test_no_tile_fits_names_the_buffer():
