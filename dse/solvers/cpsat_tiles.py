@@ -132,8 +132,9 @@ MIN_BYTE_SCALE = 32
 #: its deterministic-time budget (load-independent, so the search path does not depend on the machine's load)
 #: or its wall budget, whichever is first; the last gets the rest of the time limit. Level 0 without probing
 #: proves most instances in a few ms; the power bands' infeasibility proofs need probing (level 0) or the LP
-#: bound (level 1) on some, and each alone has seconds-long tails on others (measured on 200 catalog GEMMs and
-#: 150 GEMMs on chips whose TDP throttles most tilings: CPU p95 17 ms and 154 ms, max 65 ms and 193 ms).
+#: bound (level 1) on some, and each alone has seconds-long tails on others (measured on the 200 catalog GEMMs
+#: of the tests and on 150 GEMMs on chips whose TDP throttles most tilings: CPU p95 ~17 ms and ~130 ms, max
+#: ~60 ms and ~400 ms; linearization 0 with probing first: p95 ~215 ms, max 1.7 s on the latter).
 SOLVE_PLAN = ((0, 0, 0.01, None), (0, 2, 0.02, None), (1, 2, None, None))
 #: 1 / clock ratio at the lowest clock the evaluator models (dse.evaluate.MIN_CLOCK_RATIO).
 RHO_FLOOR = 1.0 / MIN_CLOCK_RATIO
