@@ -681,8 +681,7 @@ class Chips:
                 a["memory.bandwidth"] = a[f"{kind}.bandwidth"]
             if f"{kind}.capacity" in changed:
                 a["memory.capacity"] = a[f"{kind}.capacity"]
-        if "tdp" in changed and "power.static_fraction" not in a and "power.static" not in changed:
-            pass  # static power stays as given: leakage does not follow a TDP change
+        # (a changed TDP leaves power.static as derived from the base chip: leakage does not follow the TDP)
 
     # ------------------------------------------------------------ derived, vectorized
     @property

@@ -17,6 +17,8 @@ Records are frozen and checked when built: a wrong bound raises
 
 from __future__ import annotations
 
+import abc
+
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -64,7 +66,7 @@ def _check_resolution(resolution) -> int:
 
 
 @dataclass(frozen=True)
-class Param:
+class Param(abc.ABC):
     """Base of the parameter records: a name and the methods every kind provides.
 
     ``size`` is the number of distinct values (``math.inf`` for continuous
@@ -80,21 +82,25 @@ class Param:
             raise SpecError(f"parameter name: must be a non-empty string, got {self.name!r}")
 
     @property
+    @abc.abstractmethod
     def size(self) -> int | float:
-        raise NotImplementedError
+        """Number of distinct values (math.inf when continuous)."""
 
     @property
     def is_discrete(self) -> bool:
         return self.size != math.inf
 
+    @abc.abstractmethod
     def grid_values(self, resolution: int = DEFAULT_RESOLUTION) -> np.ndarray:
-        raise NotImplementedError
+        """The values a grid visits."""
 
+    @abc.abstractmethod
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        raise NotImplementedError
+        """n values drawn uniformly in the parameter's own measure."""
 
+    @abc.abstractmethod
     def to_optuna_distribution(self):
-        raise NotImplementedError
+        """The matching Optuna distribution."""
 
 
 @dataclass(frozen=True)
