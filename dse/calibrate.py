@@ -133,25 +133,13 @@ def _parse_gemm(text: str):
 
     where = f"workload '{text}'"
     parts = text.strip().split(":")[1:]
-    got: dict[str, object] = {}
-    for part in parts:
-        key, eq, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or not key or not value:
-            raise SpecError(f"{where}: part '{part}': expected key=value, e.g. gemm:m=1:k=4096:n=4096")
-        if key not in _GEMM_KEYS:
-            raise SpecError(f"{where}: part '{part}': " + unknown_name("GEMM key", key, _GEMM_KEYS))
-        if key in got:
-            raise SpecError(f"{where}: part '{part}': '{key}' given twice")
-        if key in _GEMM_INT_KEYS:
-            try:
-                got[key] = int(value)
-            except ValueError:
-                raise SpecError(f"{where}: part '{part}': {key} must be an integer, got '{value}'") from None
-            if got[key] < 1:
-                raise SpecError(f"{where}: part '{part}': {key} must be >= 1, got {got[key]}")
-        else:
-            got[key] = value
+    from dse.workload import key_values
+
+    got = key_values(parts, where, _GEMM_KEYS, _GEMM_INT_KEYS, "GEMM key", "gemm:m=1:k=4096:n=4096")
+    for key in _GEMM_INT_KEYS:
+        if key in got and got[key] < 1:
+            part = next(p for p in parts if p.strip().startswith(f"{key}="))
+            raise SpecError(f"{where}: part '{part}': {key} must be >= 1, got {got[key]}")
     missing = [k for k in ("m", "k", "n") if k not in got]
     if missing:
         raise SpecError(f"{where}: missing {', '.join(missing)} (a GEMM needs m, k and n: gemm:m=1:k=4096:n=4096)")

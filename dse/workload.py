@@ -1190,6 +1190,31 @@ _FORMAT_KEYS = tuple(Formats.model_fields)
 _SHORT_KEYS = (*_INT_KEYS, "workspace", "routing", *_FORMAT_KEYS)
 
 
+def key_values(parts, where: str, known, int_keys=(), kind: str = "key", example: str = "") -> dict:
+    """``['batch=1', 'context=8192']`` -> {'batch': 1, 'context': 8192}: the CLI short forms' key=value parts.
+
+    Errors name the part: not key=value, an unknown key (did you mean), a key twice, a non-integer count.
+    """
+    got: dict[str, object] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise SpecError(f"{where}: part '{part}': expected key=value{', e.g. ' + example if example else ''}")
+        if key not in known:
+            raise SpecError(f"{where}: part '{part}': " + unknown_name(kind, key, known))
+        if key in got:
+            raise SpecError(f"{where}: part '{part}': '{key}' given twice")
+        if key in int_keys:
+            try:
+                got[key] = int(value)
+            except ValueError:
+                raise SpecError(f"{where}: part '{part}': {key} must be an integer, got '{value}'") from None
+        else:
+            got[key] = value
+    return got
+
+
 def parse_workload(text: str) -> WorkloadSpec:
     """CLI short form ``model:phase:key=value:...`` -> WorkloadSpec.
 
@@ -1211,21 +1236,8 @@ def parse_workload(text: str) -> WorkloadSpec:
     if parts[1] not in ("prefill", "decode"):
         raise SpecError(f"{where}: part '{parts[1]}': " + unknown_name("phase", parts[1], ("prefill", "decode")))
     formats: dict[str, str] = {}
-    for part in parts[2:]:
-        key, eq, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or not key or not value:
-            raise SpecError(f"{where}: part '{part}': expected key=value")
-        if key not in _SHORT_KEYS:
-            raise SpecError(f"{where}: part '{part}': " + unknown_name("key", key, _SHORT_KEYS))
-        if key in data or key in formats:
-            raise SpecError(f"{where}: part '{part}': '{key}' given twice")
-        if key in _INT_KEYS:
-            try:
-                data[key] = int(value)
-            except ValueError:
-                raise SpecError(f"{where}: part '{part}': {key} must be an integer, got '{value}'") from None
-        elif key in _FORMAT_KEYS:
+    for key, value in key_values(parts[2:], where, _SHORT_KEYS, _INT_KEYS, "key").items():
+        if key in _FORMAT_KEYS:
             formats[key] = value
         else:
             data[key] = value
