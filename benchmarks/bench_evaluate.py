@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from dse import workload as W  # noqa: E402
-from dse.evaluate import evaluate, evaluate_arrays  # noqa: E402
+from dse.evaluate import evaluate  # noqa: E402
+from dse.model.evaluator import evaluate_arrays, evaluate_workload  # noqa: E402
 from dse.hardware import Chips, load_chip  # noqa: E402
 
 TARGETS = {"gemm": 1_000_000, "decode": 100_000}
@@ -113,13 +114,13 @@ def main(argv=None) -> int:
                   f"{TARGETS[name]:>10,}  {ok}")
         del chips
 
-    print("\nper-operator breakdown (evaluate_arrays(..., breakdown=True): (N, O) arrays of every operator)")
+    print("\nper-operator breakdown (evaluate_workload(..., breakdown=True): (N, O) arrays of every operator)")
     print(header)
     print("-" * len(header))
     for n in sizes[:2]:
         chips = design_points(n)
         for name, wl in wls.items():
-            first, best, cpu = timed(lambda: evaluate_arrays(chips, wl, breakdown=True), repeat)
+            first, best, cpu = timed(lambda: evaluate_workload(chips, wl, breakdown=True), repeat)
             print(f"{name:<8} {n:>9,} {first:>10.3f}s {best:>9.3f}s {n / best:>11,.0f} {cpu:>8.3f}s {n / cpu:>11,.0f}")
         del chips
 

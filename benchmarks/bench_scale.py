@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dse.distributed import SharedBudget  # noqa: E402
+from dse.study.distributed import SharedBudget  # noqa: E402
 from dse.study import run_study  # noqa: E402
-from dse.study_spec import load_study  # noqa: E402
+from dse.spec.study import load_study  # noqa: E402
 
 DEFAULT = ROOT / "studies" / "qwen3-8b-decode-chip.yaml"
 

@@ -49,7 +49,7 @@ from dse.solvers.grid import GridSolver  # noqa: E402
 from dse.solvers.optuna_search import OptunaSolver  # noqa: E402
 from dse.space import ChoiceParam, DesignSpace, IntParam  # noqa: E402
 from dse.study import make_problem  # noqa: E402
-from dse.study_spec import load_study  # noqa: E402
+from dse.spec.study import load_study  # noqa: E402
 
 DEFAULT_STUDY = ROOT / "studies" / "qwen3-8b-decode-chip.yaml"
 KIB = 1024

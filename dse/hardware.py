@@ -23,7 +23,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from dse import technology
 from dse.errors import SpecError, unknown_name
+from dse.precision import format_names, get_format
 from dse.spec import load_yaml, validate
 from dse.spec.types import (
     Area,
@@ -49,14 +51,10 @@ MEMORY_KINDS = ("hbm", "dram", "sram")
 
 
 def _format_names() -> list[str]:
-    from dse.precision import format_names
-
     return list(format_names())
 
 
 def _canonical_format(name: str) -> str:
-    from dse.precision import get_format
-
     return get_format(name).name
 
 
@@ -439,7 +437,6 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
     per-layer capacity to that generation's defaults unless they are also
     given (dse/data/technology/memories.yaml).
     """
-    from dse import technology
 
     data = spec.model_dump(exclude_none=True)
     flat = flatten(data)
@@ -574,7 +571,7 @@ class Chips:
 
     # the numeric inputs the model reads; everything else on a spec is descriptive
     def __init__(self, arrays: dict[str, np.ndarray], formats: list[str], names: list[str] | None = None,
-                 specs: list[ChipSpec] | None = None):
+                 specs: list[ChipSpec] | None = None, base: ChipSpec | None = None):
         self.arrays = arrays
         self.formats = formats
         n = {len(a) for a in arrays.values()}
@@ -583,6 +580,7 @@ class Chips:
         self.n = n.pop()
         self.names = names or [f"point{i}" for i in range(self.n)]
         self.specs = specs
+        self.base = base  # the chip the points were built on (from_base): its node and memory technology
 
     def __len__(self) -> int:
         return self.n
@@ -597,7 +595,6 @@ class Chips:
     @staticmethod
     def numeric_view(spec: ChipSpec) -> dict[str, float]:
         """The numeric model inputs of one spec, by dotted name."""
-        from dse import technology
 
         flat = spec.flat()
         out: dict[str, float] = {}
@@ -658,7 +655,7 @@ class Chips:
             arrays[k] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
         formats = sorted(set(base.matrix.flops_per_cycle) | {
             k.rsplit(".", 1)[1] for k in overrides if k.startswith("matrix.flops_per_cycle.")})
-        chips = cls(arrays, formats, None, None)
+        chips = cls(arrays, formats, None, None, base)
         chips._rederive(set(overrides))
         return chips
 
@@ -716,4 +713,4 @@ class Chips:
         arrays = {k: v[idx] for k, v in self.arrays.items()}
         names = [self.names[i] for i in idx]
         specs = [self.specs[i] for i in idx] if self.specs else None
-        return Chips(arrays, self.formats, names, specs)
+        return Chips(arrays, self.formats, names, specs, self.base)

@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from dse.errors import SpecError, unknown_name
+from dse.precision import get_format
 from dse.spec import load_yaml, validate
 from dse.spec.types import (
     Area,
@@ -102,7 +103,6 @@ def format_class(fmt: str) -> str:
     key = str(fmt).strip().lower()
     if key in FORMAT_CLASSES:
         return key
-    from dse.precision import get_format
 
     f = get_format(key)
     if f.name in FORMAT_CLASSES:
@@ -524,7 +524,6 @@ class Technology:
 
 def _canonical(fmt: str) -> str:
     try:
-        from dse.precision import get_format
 
         return get_format(fmt).name
     except SpecError:

@@ -28,11 +28,11 @@ import pytest
 from dse import calibrate as cal
 from dse.cli import main
 from dse.errors import DseError, SpecError
-from dse.evaluate import evaluate_arrays
+from dse.model.evaluator import evaluate_arrays
 from dse.hardware import Chips, load_chip
 from tests.reference_cases import expected
 
-SEED_CSV = Path(cal.__file__).parent / "data" / "measurements" / "seed004.csv"
+SEED_CSV = Path(cal.__file__).resolve().parents[1] / "data" / "measurements" / "seed004.csv"
 DECODE_8K_B1 = "qwen3-8b:decode:batch=1:context=8192"
 DECODE_2K_B64 = "qwen3-8b:decode:batch=64:context=2048"
 HEADER = "chip,workload,variant,measured_time_s,measured_energy_j,n_samples,source\n"
@@ -281,7 +281,7 @@ def test_fit_is_physical_and_reports_residuals_and_leave_one_out(rtx_fit):
 def test_fit_matches_the_closed_form(rtx_fit, rtx_expected):
     """Knobs and residuals as computed here from the seed's times: six launch-bound rows give kernel_overhead
     (step_overhead on its bound 0), the batch-64 decode alone gives bandwidth_efficiency (its residual 0)."""
-    from dse.evaluate import op_table
+    from dse.model.evaluator import op_table
     assert op_table(cal.parse_measured_workload(DECODE_8K_B1)).count.sum() == L_DECODE  # the workload agrees
     e = rtx_expected
     for k in ("kernel_overhead", "step_overhead", "bandwidth_efficiency"):
@@ -387,26 +387,27 @@ def test_kernel_overhead_is_linear_only_when_launches_add(monkeypatch, rows):
     """The fitter does not assume how the evaluator uses the overheads. Today kernel_overhead enters through a
     max (so it joins the grid search) and step_overhead adds; with launches *added* to the device work (the
     evaluator before host overlap) kernel_overhead is found linear, and exact data is recovered either way."""
-    import dse.evaluate as ev
+    import dse.evaluate as join
+    import dse.model.evaluator as ev
 
     mine = [m for m in rows if m.chip == "rtx-pro-6000"]
     base = cal._resolve_chip("rtx-pro-6000")[0]
     prob = cal._Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
     assert set(prob.linear()) == {"step_overhead"}
 
-    original = ev.evaluate_arrays
+    original = join.evaluate_workload
 
     def additive(chips, workload, **kw):
         koh = chips.arrays["calibration.kernel_overhead"]
         chips.arrays["calibration.kernel_overhead"] = np.zeros_like(koh)
         try:
-            out = dict(original(chips, workload, **kw))
+            out = original(chips, workload, **kw)
         finally:
             chips.arrays["calibration.kernel_overhead"] = koh
-        out["time_s"] = out["time_s"] + ev.op_table(workload).count.sum() * koh
+        out.columns["time_s"] = out.columns["time_s"] + ev.op_table(workload).count.sum() * koh
         return out
 
-    monkeypatch.setattr(ev, "evaluate_arrays", additive)
+    monkeypatch.setattr(join, "evaluate_workload", additive)
     prob = cal._Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
     assert set(prob.linear()) == {"kernel_overhead", "step_overhead"}
     truth = {"compute_efficiency": 1.0, "bandwidth_efficiency": 0.6, "kernel_overhead": 20e-6, "step_overhead": 3e-6}

@@ -7,7 +7,7 @@ published TDP, and, where its memory can hold the model at all, Qwen3-8B
 resident in memory. A chip failing one of these means the model or the catalog
 is wrong, not the chip.
 
-Metrics come from the same path a study takes (``dse.study._metrics_for``:
+Metrics come from the same path a study takes (``dse.evaluate.evaluate_design``:
 evaluator + area + cost) on two representative workloads: Qwen3-8B decode
 (batch 1, 8K context) and a 4,096-token prefill.
 
@@ -25,7 +25,7 @@ import pytest
 from dse import registry
 from dse.hardware import Chips, catalog_names, load_chip
 from dse.model import area as area_mod
-from dse.study import _metrics_for
+from dse.evaluate import evaluate_design
 from dse.workload import build
 
 CHIPS = catalog_names()
@@ -60,7 +60,7 @@ EVALUATOR_POWER = {
 @functools.lru_cache(maxsize=None)
 def metrics(name: str, workload: str) -> dict[str, np.ndarray]:
     spec = load_chip(name)
-    return _metrics_for(Chips.from_specs([spec]), spec, [(build(WORKLOADS[workload]), 1.0)])
+    return evaluate_design(Chips.from_specs([spec]), build(WORKLOADS[workload]))
 
 
 def value(constraint: str, m, **params) -> float:
@@ -162,7 +162,7 @@ def test_the_chips_left_out_of_fits_memory_cannot_hold_the_weights(name):
 def test_an_h100_with_a_seventh_stack_is_rejected():
     base = load_chip("h100-sxm")
     chips = Chips.from_base(base, 2, {"hbm.stacks": np.array([6, 7]), "hbm.stack_sites": np.array([6, 7])})
-    m = _metrics_for(chips, base, [(build(WORKLOADS["decode-b1-8k"]), 1.0)])
+    m = evaluate_design(chips, build(WORKLOADS["decode-b1-8k"]))
     np.testing.assert_array_equal(registry.bind_constraint("hbm_shoreline")(m), [0.0, 1.0])
 
 

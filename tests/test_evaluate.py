@@ -1,4 +1,4 @@
-"""Tests of dse.evaluate: properties of the time/energy model (hypothesis) and unit tests of its parts.
+"""Tests of dse.model.evaluator: properties of the time/energy model (hypothesis) and unit tests of its parts.
 
 The seed cases that go through the evaluator are in tests/reference/test_evaluator_cases.py.
 """
@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse import evaluate as ev
+import dse.model.evaluator as ev
 from dse import workload as W
-from dse.evaluate import default_tiles, evaluate, evaluate_arrays, op_table
+from dse.evaluate import evaluate
+from dse.model.evaluator import default_tiles, evaluate_arrays, evaluate_workload, op_table
 from dse.hardware import Chips, load_chip
 
 GiB = 2**30
@@ -186,20 +187,18 @@ def test_n_points_at_once_equal_one_by_one(base, wl, n, seed, block, rom):
     saved = ev._BLOCK_ELEMENTS
     ev._BLOCK_ELEMENTS = max(1, block * len(wl.ops))  # points per block = block
     try:
-        together = evaluate_arrays(chips, wl, breakdown=True, **opts)
+        together = evaluate_workload(chips, wl, breakdown=True, **opts)
     finally:
         ev._BLOCK_ELEMENTS = saved
     for i in range(n):
         one_opts = dict(opts, rom_bandwidth=opts["rom_bandwidth"][i] if rom else np.inf)
-        alone = evaluate_arrays(chips.take([i]), wl, breakdown=True, **one_opts)
-        assert set(alone) == set(together)
-        for key, v in alone.items():
-            if key == "_ops":
-                for k, x in v.items():
-                    if k not in ("names", "count"):
-                        np.testing.assert_array_equal(together[key][k][i:i + 1], x, err_msg=k)
-            else:
-                np.testing.assert_array_equal(np.asarray(together[key])[i:i + 1], v, err_msg=key)
+        alone = evaluate_workload(chips.take([i]), wl, breakdown=True, **one_opts)
+        assert set(alone.columns) == set(together.columns)
+        for key, v in alone.columns.items():
+            np.testing.assert_array_equal(np.asarray(together.columns[key])[i:i + 1], v, err_msg=key)
+        for k in ev._OP_FIELDS:
+            np.testing.assert_array_equal(getattr(together.operators, k)[i:i + 1], getattr(alone.operators, k),
+                                          err_msg=k)
 
 
 # ---------------------------------------------------------------- formats

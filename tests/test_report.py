@@ -13,7 +13,7 @@ import pytest
 from dse import report
 from dse.errors import SpecError
 from dse.pareto import non_dominated_sort
-from dse.results import read_results, write_results
+from dse.study.results import read_results, write_results
 
 OBJECTIVES = ["latency_per_token", "energy_per_token", "die_area"]
 PARAMS = ["p.hbm.stacks", "p.precision", "p.clock"]

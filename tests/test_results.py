@@ -1,4 +1,4 @@
-"""Tests of dse.results: round trip, atomic writes, confinement, the front against hand arithmetic, tables."""
+"""Tests of dse.study.results: round trip, atomic writes, confinement, the front against hand arithmetic, tables."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse import results
+from dse.study import results
 from dse.errors import SpecError
-from dse.results import (
+from dse.study.results import (
     atomic_write,
     confined_path,
     format_table,

@@ -92,6 +92,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dse import technology
 from dse.errors import SpecError, unknown_name
 
 __all__ = [
@@ -149,15 +150,11 @@ RETICLE_ASPECT = 33.0 / 26.0
 
 @functools.lru_cache(maxsize=64)
 def _default_process(name: str):
-    from dse import technology
-
     return technology.process(name)
 
 
 @functools.lru_cache(maxsize=64)
 def _default_memory(name: str):
-    from dse import technology
-
     return technology.memory(name)
 
 
@@ -172,7 +169,6 @@ def _memory(name: str, tech=None):
 def _packaging(tech=None):
     if tech is not None:
         return tech.packaging
-    from dse import technology
 
     return technology.packaging()
 

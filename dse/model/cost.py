@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.errors import SpecError
+from dse.model import area as area_mod
 
 __all__ = [
     "WAFER_DIAMETER_MM",
@@ -213,7 +214,6 @@ def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> Chip
     :class:`dse.technology.Technology` (default: the shipped tables). Beyond
     the seeds: technology.md "Dies per wafer", "Yield", "Wafer cost" rows.
     """
-    from dse.model import area as area_mod
 
     if area is None:
         area = area_mod.package_area(chips, process=process, memory=memory, tech=tech)

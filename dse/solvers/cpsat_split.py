@@ -61,9 +61,9 @@ from ortools.sat.python import cp_model
 
 from dse import technology
 from dse.errors import InfeasibleError, SolverError, SpecError, unknown_name
-from dse.evaluate import _format_rate, evaluate_arrays, op_table
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import area as area_model
+from dse.model.evaluator import _format_rate, evaluate_workload, op_table
 from dse.solvers.cpsat_tiles import status_name, to_int
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.workload import Workload
@@ -229,22 +229,22 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     peak = _chips(base, 1, {"tdp": np.array([np.inf])})
     for w, a in mix:
         t = op_table(w)
-        out = evaluate_arrays(peak, w, breakdown=True)["_ops"]
+        out = evaluate_workload(peak, w, breakdown=True).operators
         fpc = np.zeros(len(t.names))
         for fmt in set(t.formats):
             cols = [i for i, x in enumerate(t.formats) if x == fmt]
             fpc[cols] = _format_rate(ref, fmt)[0][0]
         with np.errstate(divide="ignore", invalid="ignore"):
-            pf = out["padded_flops"][0]
+            pf = out.padded_flops[0]
             k_matrix = np.where(pf > 0, pf / (fpc * g("calibration.compute_efficiency", 1.0)), 0.0)
-        k_vector = out["t_vector"][0] * u0 * f0  # t_vector at the peak clock x unit-cycles per second
+        k_vector = out.t_vector[0] * u0 * f0  # t_vector at the peak clock x unit-cycles per second
         if not np.all(np.isfinite(k_matrix)):
             bad = [t.names[i] for i in np.nonzero(~np.isfinite(k_matrix))[0]]
             raise SpecError(f"split solver: chip {base.name} has no matrix rate for operators {bad}")
-        traffic = evaluate_arrays(bl, w, breakdown=True)["_ops"]["bytes_memory"]  # (B L, O)
-        check = evaluate_arrays(_chips(base, nb * nl, {"local_buffer": grid_b, "l2": grid_l,
-                                                       "units": np.full(nb * nl, units.max())}), w,
-                                breakdown=True)["_ops"]["bytes_memory"]
+        traffic = evaluate_workload(bl, w, breakdown=True).operators.bytes_memory  # (B L, O)
+        check = evaluate_workload(_chips(base, nb * nl, {"local_buffer": grid_b, "l2": grid_l,
+                                                         "units": np.full(nb * nl, units.max())}), w,
+                                  breakdown=True).operators.bytes_memory
         if not np.allclose(traffic, check, rtol=1e-12):
             raise SolverError("split solver: the evaluator's off-chip traffic now depends on the unit count, "
                               "which the split model takes as separable; revisit dse.solvers.cpsat_split")

@@ -17,7 +17,7 @@ Domain (every quantity an integer):
     registers 4 T_M T_N <= register_file when the chip states one and has no accumulator store
               (the FP32 accumulator tile is register-resident on GPUs: wgmma / MFMA)
 
-Time: exactly the evaluator's per-operator device time for these tiles (dse.evaluate.evaluate_arrays, one
+Time: exactly the evaluator's per-operator device time for these tiles (dse.model.evaluator.evaluate_arrays, one
 count; kernel launches overlap device time at the step level, independently of the tiles, so they are not
 part of it):
 
@@ -98,8 +98,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from dse.errors import InfeasibleError, SolverError, SpecError
-from dse.evaluate import MIN_CLOCK_RATIO, _format_rate, evaluate_arrays, op_table
 from dse.hardware import ChipSpec, Chips, load_chip
+from dse.model.evaluator import MIN_CLOCK_RATIO, _format_rate, evaluate_workload, op_table
 from dse.workload import Op, Workload
 
 __all__ = [
@@ -136,7 +136,7 @@ MIN_BYTE_SCALE = 32
 #: of the tests and on 150 GEMMs on chips whose TDP throttles most tilings: CPU p95 ~17 ms and ~130 ms, max
 #: ~60 ms and ~400 ms; linearization 0 with probing first: p95 ~215 ms, max 1.7 s on the latter).
 SOLVE_PLAN = ((0, 0, 0.01, None), (0, 2, 0.02, None), (1, 2, None, None))
-#: 1 / clock ratio at the lowest clock the evaluator models (dse.evaluate.MIN_CLOCK_RATIO).
+#: 1 / clock ratio at the lowest clock the evaluator models (dse.model.evaluator.MIN_CLOCK_RATIO).
 RHO_FLOOR = 1.0 / MIN_CLOCK_RATIO
 #: Bits of the compute-power variable at the power budget: p_comp = 2^P_BITS at TDP - static (see _TileModel).
 P_BITS = 24
@@ -377,8 +377,8 @@ def tile_data(op: Op, chip) -> TileData:
     # few simple tilings (powers of two of the instruction, no split) whose best time bounds the optimum.
     probe_m, probe_n = (a.ravel() for a in np.meshgrid(_powers(im, m), _powers(inn, n), indexing="ij"))
     ref = evaluate_tiles(op, chips, probe_m, probe_n, ik, 1, full=True)
-    fpad = float(ref["_ops"]["padded_flops"][0, 0])
-    tv = float(ref["_ops"]["t_vector"][0, 0] * ref["clock_ratio"][0])  # at peak clock
+    fpad = float(ref.operators.padded_flops[0, 0])
+    tv = float(ref.operators.t_vector[0, 0] * ref.columns["clock_ratio"][0])  # at peak clock
     vf, ex = float(t.vector_flops[0]), float(t.exps[0])
     if not math.isfinite(tv):
         raise SpecError(f"op {op.name}: vector work on a chip without a vector unit")
@@ -423,7 +423,7 @@ def tile_data(op: Op, chip) -> TileData:
         e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
     )
     ok = _fits(data, probe_m, probe_n, ik, SLOTS[0])
-    t_upper = float(np.min(ref["_ops"]["t_op"][ok, 0])) if ok.any() else math.inf
+    t_upper = float(np.min(ref.operators.t_op[ok, 0])) if ok.any() else math.inf
     return replace(data, t_upper=t_upper)
 
 
@@ -436,25 +436,25 @@ def _powers(q: int, x: int) -> np.ndarray:
 # ------------------------------------------------------------------ the evaluator on candidate tiles
 
 
-def evaluate_tiles(op: Op, chip, tm, tn, tk, split, *, full: bool = False) -> dict[str, np.ndarray]:
+def evaluate_tiles(op: Op, chip, tm, tn, tk, split, *, full: bool = False):
     """The evaluator on a batch of candidate tiles: per candidate t_op (s), off-chip bytes, clock ratio.
 
-    One call to ``evaluate_arrays`` with the chip repeated once per candidate and the operator alone
+    One call to the evaluator (:func:`~dse.model.evaluator.evaluate_workload`) with the chip repeated once per candidate and the operator alone
     (one count). The tile solver checks its answers with this; the brute force is this over the domain.
-    ``full``: return the evaluator's whole output (breakdown included) instead.
+    ``full``: return the evaluator's whole answer (a WorkloadMetrics, breakdown included) instead.
     """
     chips = as_chips(chip)
     arrs = [np.atleast_1d(np.asarray(v, dtype=float)) for v in (tm, tn, tk, split)]
     tm, tn, tk, split = np.broadcast_arrays(*arrs)
     n = len(tm)
     batch = chips.take(np.zeros(n, dtype=np.int64))
-    out = evaluate_arrays(batch, _alone(op), tiles=(tm[:, None], tn[:, None], tk[:, None], split[:, None]),
-                          breakdown=True)
+    out = evaluate_workload(batch, _alone(op), tiles=(tm[:, None], tn[:, None], tk[:, None], split[:, None]),
+                            breakdown=True)
     if full:
         return out
-    ops = out["_ops"]
-    return {"time_s": ops["t_op"][:, 0], "traffic_bytes": ops["bytes_memory"][:, 0],
-            "clock_ratio": out["clock_ratio"]}
+    ops = out.operators
+    return {"time_s": ops.t_op[:, 0], "traffic_bytes": ops.bytes_memory[:, 0],
+            "clock_ratio": out.columns["clock_ratio"]}
 
 
 def _working_set(d: TileData, tm, tn, tk, slots):
@@ -940,7 +940,7 @@ class _Search:
     def check(self, cls, exact: bool):
         """The evaluator against the model for a class just solved: never below the relaxation's time (clock
         ratio 1), and equal to it where the model is exact (``exact``: a solve without a band, and the evaluator
-        reports no throttling). A failure means a formula of dse.evaluate changed under the tile model.
+        reports no throttling). A failure means a formula of dse.model.evaluator changed under the tile model.
 
         (A band's tighter bound holds for the solver's tile, not necessarily for the class's cheapest tile,
         which draws less power; so the relaxation is the bound checked.)
@@ -953,7 +953,7 @@ class _Search:
         if low or high:
             raise SolverError(f"tiles of {self.op.name}: the evaluator's time {t_c:.9g} s for class {cls} (c_M, c_N, "
                               f"split) disagrees with the tile model's {units * q:.9g} s at the peak clock; did a "
-                              f"formula of dse.evaluate change?")
+                              f"formula of dse.model.evaluator change?")
 
     def meets(self, solver, t_c: float) -> bool:
         """The solution's evaluated time is within TIME_RTOL of the solve's proven bound: nothing the solve

@@ -27,7 +27,7 @@ import warnings
 import pytest
 
 from dse import report
-from dse.results import format_value, pareto_table
+from dse.study.results import format_value, pareto_table
 from tests.test_report import PARAMS, make_study
 
 PLOT_IDS = ["pareto-0", "pareto-1", "pareto-2", "parcoords"]

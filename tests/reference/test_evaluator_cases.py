@@ -3,7 +3,7 @@
 Chips come from dse's own specs: catalog chips (``load_chip``) or a catalog
 chip with the seed's stated figures written into its YAML (``variant``,
 validated by ChipSpec like any user file). Workloads come from the
-dse.workload builders. The numbers come out of ``dse.evaluate.evaluate``
+dse.workload builders. The numbers come out of ``dse.model.evaluator.evaluate``
 (and, for the link cases, dse.model.links fed with the catalog chips' link
 specs); expected values come from the case file via tests/reference_cases.py,
 never re-typed here.

@@ -61,7 +61,7 @@ def stored(storage: str | None, out: Path, name: str = NAME) -> list:
 
 
 def complete_count(storage: str | None, out: Path, name: str = NAME) -> int:
-    from dse.distributed import SharedBudget
+    from dse.study.distributed import SharedBudget
 
     try:
         return SharedBudget(storage_url(storage, out), name, 1).complete()

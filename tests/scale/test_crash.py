@@ -128,7 +128,7 @@ def test_killed_mid_write_leaves_the_old_csv(tmp_path):
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     script = textwrap.dedent(f"""
         import os, signal
-        from dse.results import atomic_write
+        from dse.study.results import atomic_write
         def half(f):
             f.write(b"trial,p.units\\n0,1")
             f.flush()
@@ -146,7 +146,7 @@ def test_killed_mid_write_leaves_the_old_csv(tmp_path):
 @pytest.mark.parametrize("fail_at", ["csv", "fsync", "replace"])
 def test_failed_write_leaves_old_results_and_no_temp_file(tmp_path, monkeypatch, fail_at):
     """An error mid-write (disk full, a kill turned exception) keeps every old file and leaves no temp file."""
-    from dse import results
+    from dse.study import results
 
     out, table = _table_and_meta(tmp_path)
     meta = results.read_results(out)[1]
@@ -193,7 +193,7 @@ def test_failed_write_leaves_old_results_and_no_temp_file(tmp_path, monkeypatch,
 
 def test_failed_report_write_leaves_the_old_report(tmp_path, monkeypatch):
     from dse import report
-    from dse.results import read_results
+    from dse.study.results import read_results
 
     out, _ = _table_and_meta(tmp_path)
     old_md, old_html = (out / "report.md").read_bytes(), (out / "report.html").read_bytes()
@@ -212,12 +212,12 @@ def test_failed_report_write_leaves_the_old_report(tmp_path, monkeypatch):
 
 # Files dse writes that are not results or reports: locks and the Optuna journal (appended under its own lock).
 NOT_RESULTS = {
-    "dse/study.py": ['open(self.path, "w")'],  # OutputLock's .lock file
+    "dse/study/run.py": ['open(self.path, "w")'],  # OutputLock's .lock file
     "dse/solvers/optuna_search.py": ['open(self.path, "a")', 'open(path, "r+b")', 'open(self.path, "ab")'],
     # ^ the journal's lock, tail repair and appends
-    "dse/distributed.py": ['open(f"{self.path}.budget.lock", "a")',  # the shared-budget lock
+    "dse/study/distributed.py": ['open(f"{self.path}.budget.lock", "a")',  # the shared-budget lock
                            'os.fdopen(payload["result_fd"], "w")'],  # a worker's answer, on a pipe
-    "dse/results.py": ['os.fdopen(fd, "wb")'],  # atomic_write's own temp file
+    "dse/fileio.py": ['os.fdopen(fd, "wb")'],  # atomic_write's own temp file
 }
 WRITES = __import__("re").compile(
     r"""open\([^)]*["'][^"']*[wax+][^"']*["']|\.write_text\(|\.write_bytes\(|\.to_csv\(\s*[^)\s]|"""
@@ -235,4 +235,4 @@ def test_every_results_and_report_file_goes_through_atomic_write():
                 if ".to_csv(index=False)" in code:  # to a string, then atomic_write
                     continue
                 found.append(f"{rel}:{i}: {line.strip()}")
-    assert not found, "files written without dse.results.atomic_write:\n" + "\n".join(found)
+    assert not found, "files written without dse.fileio.atomic_write:\n" + "\n".join(found)

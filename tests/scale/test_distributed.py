@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from dse.distributed import SharedBudget, storage_kind
+from dse.study.distributed import SharedBudget, storage_kind
 from dse.errors import SpecError
 from dse.study import run_study
 from tests.scale.helpers import (KINDS, NAME, assert_exact, dse_run, finish, small_study, storage_for, stored,

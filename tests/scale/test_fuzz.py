@@ -4,7 +4,7 @@ Examples start from the shipped studies (studies/*.yaml) and mutate them:
 wrong types, missing and extra keys, odd units, huge, negative and
 non-finite numbers, deep nesting, non-UTF-8 bytes, byte-level damage, and
 wholly random YAML. Each is written to a file and checked with ``dse
-validate`` (:func:`dse.validation.validate_file`) and ``load_study``. The
+validate`` (:func:`dse.cli.validate.validate_file`) and ``load_study``. The
 outcome must be a :class:`DseError` whose message names where the problem is
 (the file, with a line where the YAML has one), never another exception. A
 sample of the files that validate is run (2 trials, nothing written but the
@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from dse.errors import DseError, InfeasibleError, SolverError, SpecError
 from dse.study import run_study
-from dse.study_spec import load_study
-from dse.validation import validate_file
+from dse.spec.study import load_study
+from dse.cli.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BASES = {p.name: p.read_text() for p in sorted((ROOT / "studies").glob("*.yaml"))}

@@ -11,10 +11,10 @@ import pytest
 
 from dse.cli import main
 from dse.errors import SpecError
-from dse.results import atomic_write, confined_path
+from dse.study.results import atomic_write, confined_path
 from dse.study import run_study
-from dse.study_spec import load_study
-from dse.validation import validate_file
+from dse.spec.study import load_study
+from dse.cli.validate import validate_file
 from tests.scale.helpers import ROOT, small_study
 
 SOURCES = [p for d in ("dse", "objectives", "constraints", "benchmarks", "tests") for p in (ROOT / d).rglob("*.py")]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dse.errors import InfeasibleError, SpecError
-from dse.evaluate import evaluate_arrays
+from dse.model.evaluator import evaluate_arrays
 from dse.hardware import Chips, load_chip, with_overrides
 from dse.solvers.cpsat_split import CONSTRAINTS, solve_split, split_data, split_grid
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam
@@ -74,7 +74,7 @@ def test_roofline_is_at_the_peak_clock_when_operators_throttle():
     peak-clock ones whatever the base chip's TDP (the TDP is the model's limit, not a throttle)."""
     base, mix, _, _ = SPACES["h100-serving"]
     low = with_overrides(load_chip(base), {"tdp": 250.0})
-    ops = evaluate_arrays(Chips.from_specs([low]), mix[1][0], breakdown=True)
+    ops = evaluate_arrays(Chips.from_specs([low]), mix[1][0])
     assert ops["clock_ratio"][0] < 1.0  # (the FLOP-weighted mean of the operators' clocks)
     np.testing.assert_allclose(split_data(low, mix).cycles, split_data(base, mix).cycles, rtol=1e-12)
 

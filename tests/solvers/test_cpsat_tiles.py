@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dse.errors import InfeasibleError, SolverError, SpecError
-from dse.evaluate import evaluate_arrays
+from dse.model.evaluator import evaluate_arrays, evaluate_workload
 from dse.hardware import Chips, load_chip, with_overrides
 from dse.solvers.cpsat_tiles import (
     SLOTS,
@@ -89,10 +89,10 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
         elif not math.isclose(c.traffic_bytes, b.traffic_bytes, rel_tol=1e-12):
             failures.append(f"{where}: traffic {c.traffic_bytes:.0f} B vs brute force {b.traffic_bytes:.0f} B")
         # the returned tiles, fed to the evaluator, reproduce the solver's time and traffic
-        out = evaluate_arrays(chips[chip], _alone(op), tiles=tuple(np.array([[x]], dtype=float) for x in c.tiles),
+        out = evaluate_workload(chips[chip], _alone(op), tiles=tuple(np.array([[x]], dtype=float) for x in c.tiles),
                               breakdown=True)
-        assert out["_ops"]["t_op"][0, 0] == pytest.approx(c.time_s, rel=1e-12), where
-        assert out["_ops"]["bytes_memory"][0, 0] == pytest.approx(c.traffic_bytes, rel=1e-12), where
+        assert out.operators.t_op[0, 0] == pytest.approx(c.time_s, rel=1e-12), where
+        assert out.operators.bytes_memory[0, 0] == pytest.approx(c.traffic_bytes, rel=1e-12), where
         if c.clock_ratio == 1.0:  # unthrottled: the model's own time is the evaluator's
             assert c.model_time_s == pytest.approx(c.time_s, rel=TIME_RTOL), where
         # a legal tiling: instruction multiples, the buffer, the slots, the split limit
@@ -195,12 +195,13 @@ def test_workload_tiles_feed_the_evaluator(chips):
     assert len(tiles) == 4 and all(t.shape == (1, len(w.ops)) for t in tiles)
     gemm_names = {o.name for o in w.ops if o.m > 0 and o.n > 0 and o.k > 0}
     assert set(choices) == gemm_names
-    out = evaluate_arrays(chips["h100-sxm"], w, tiles=tiles, breakdown=True)
+    full = evaluate_workload(chips["h100-sxm"], w, tiles=tiles, breakdown=True)
+    out = full.columns
     default = evaluate_arrays(chips["h100-sxm"], w)
-    ops = out["_ops"]
-    for j, name in enumerate(ops["names"]):  # each operator's clock is its own: the solver's time is the evaluator's
+    ops = full.operators
+    for j, name in enumerate(ops.names):  # each operator's clock is its own: the solver's time is the evaluator's
         if name in choices:
-            assert ops["t_op"][0, j] == pytest.approx(choices[name].time_s, rel=1e-12), name
+            assert ops.t_op[0, j] == pytest.approx(choices[name].time_s, rel=1e-12), name
     assert out["time_s"][0] <= default["time_s"][0]
     # a row of tiles broadcasts over several identical design points
     many = chips["h100-sxm"].take([0, 0, 0])
@@ -217,12 +218,13 @@ def test_solved_tiles_are_never_slower_than_the_default(chip, overrides, phase):
     ch = _throttled(chip, **overrides) if overrides else as_chips(load_chip(chip))
     tiles = solve_workload_tiles(w, ch)
     assert all(c.status == "OPTIMAL" for c in tiles.choices.values())
-    solved, default = evaluate_arrays(ch, w, tiles=tiles, breakdown=True), evaluate_arrays(ch, w, breakdown=True)
-    t_solved, t_default = solved["_ops"]["t_op"][0], default["_ops"]["t_op"][0]
-    slower = [(n, a, b) for n, a, b in zip(solved["_ops"]["names"], t_solved, t_default) if a > b * (1 + 1e-12)]
+    solved = evaluate_workload(ch, w, tiles=tiles, breakdown=True)
+    default = evaluate_workload(ch, w, breakdown=True)
+    t_solved, t_default = solved.operators.t_op[0], default.operators.t_op[0]
+    slower = [(n, a, b) for n, a, b in zip(solved.operators.names, t_solved, t_default) if a > b * (1 + 1e-12)]
     assert not slower, slower
-    assert solved["time_s"][0] <= default["time_s"][0] * (1 + 1e-12)
-    for j, name in enumerate(solved["_ops"]["names"]):
+    assert solved.columns["time_s"][0] <= default.columns["time_s"][0] * (1 + 1e-12)
+    for j, name in enumerate(solved.operators.names):
         if name in tiles.choices:
             assert t_solved[j] == pytest.approx(tiles.choices[name].time_s, rel=1e-12), name
 

@@ -288,15 +288,15 @@ def test_sigint_during_the_append_is_held_until_the_batch_is_stored(tmp_path, mo
 # signals land mid-run however fast the machine is)
 SCRIPT = """
 import sys, time
-import dse.study
+import dse.study.problem
 from dse.study import run_study
 delay = float(sys.argv[4])
 if delay:
-    evaluate_points = dse.study.evaluate_points
+    evaluate_points = dse.study.problem.evaluate_points
     def slow(spec, params):
         time.sleep(delay)
         return evaluate_points(spec, params)
-    dse.study.evaluate_points = slow
+    dse.study.problem.evaluate_points = slow
 run_study(sys.argv[1], trials=int(sys.argv[2]), out=sys.argv[3], write=False)
 """
 

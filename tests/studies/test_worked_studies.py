@@ -151,11 +151,11 @@ def test_reticle_split_is_optimal_at_the_limits(split):
 
 def test_reticle_split_equals_the_grid():
     from dse.solvers.cpsat_split import split_grid
-    from dse.study import _group_workloads, design_space
-    from dse.study_spec import load_study
+    from dse.study import design_space, group_workloads
+    from dse.spec.study import load_study
 
     spec = load_study(STUDIES / "reticle-split.yaml")
-    grid = split_grid(spec.base, _group_workloads(spec, {}), design_space(spec), tdp=700.0)
+    grid = split_grid(spec.base, group_workloads(spec, {}), design_space(spec), tdp=700.0)
     solved = run_study(STUDIES / "reticle-split.yaml", write=False).iloc[0]
     assert grid["best"] is not None
     assert solved["time_s"] == pytest.approx(float(grid["time_s"][grid["best"]]), rel=1e-9)

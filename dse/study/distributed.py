@@ -51,6 +51,10 @@ import traceback
 from pathlib import Path
 
 from dse.errors import DseError, SolverError, SpecError
+from dse.solvers.optuna_search import OptunaSolver, open_storage
+from dse.spec.study import SolverSettings, load_study
+from dse.study.problem import make_problem
+import dse.errors as errors
 
 WORKER_INDEX_ATTR = "dse:next_worker_index"
 POLL_S = 0.25
@@ -95,8 +99,6 @@ class SharedBudget:
     """
 
     def __init__(self, storage_url: str, study_name: str, budget: int, *, parent_pid: int | None = None):
-        from dse.solvers.optuna_search import open_storage
-
         self.url = str(storage_url)
         self.study_name = study_name
         self.budget = int(budget)
@@ -239,7 +241,6 @@ def shared_solver(problem, shared: SharedBudget, **options):
     is refused, the storage is full: the search ends (its own budget is
     lowered to what it has evaluated).
     """
-    from dse.solvers.optuna_search import OptunaSolver
 
     class SharedOptunaSolver(OptunaSolver):
         def _append(self, disk, mem) -> None:
@@ -259,8 +260,6 @@ def _worker_main(payload: dict) -> tuple[str, str]:
     """
     import dataclasses
 
-    from dse.study import make_problem
-    from dse.study_spec import SolverSettings, load_study
 
     try:
         settings = SolverSettings(**payload["settings"])
@@ -282,7 +281,7 @@ def _worker_main(payload: dict) -> tuple[str, str]:
 
 
 def worker_cli() -> None:
-    """Entry of a worker process: ``python -c 'from dse.distributed import worker_cli; worker_cli()' JSON``.
+    """Entry of a worker process: ``python -c 'from dse.study.distributed import worker_cli; worker_cli()' JSON``.
 
     A fresh interpreter (like multiprocessing's spawn, without re-importing
     the caller's ``__main__``, so ``run_study(workers=4)`` works from any
@@ -299,9 +298,9 @@ def worker_cli() -> None:
 def _start_worker(payload: dict) -> tuple[subprocess.Popen, int]:
     read, write = os.pipe()
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[1])  # the folder holding dse/, objectives/, constraints/
+    here = str(Path(__file__).resolve().parents[2])  # the folder holding dse/, objectives/, constraints/
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-c", "from dse.distributed import worker_cli; worker_cli()",
+    cmd = [sys.executable, "-c", "from dse.study.distributed import worker_cli; worker_cli()",
            json.dumps({**payload, "result_fd": write})]
     try:
         proc = subprocess.Popen(cmd, pass_fds=(write,), env=env)
@@ -384,8 +383,6 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
         bar.refresh()
     for i, code, msg in outcomes:
         if msg and msg[0] not in ("ok", "bug"):
-            import dse.errors as errors
-
             cls = getattr(errors, msg[0], None)
             raise (cls if isinstance(cls, type) and issubclass(cls, DseError) else SolverError)(msg[1])
     died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code < 0

@@ -27,10 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dse.errors import SpecError, did_you_mean, unknown_name
+from dse import registry
+from dse.errors import SpecError, UnitError, did_you_mean, unknown_name
+from dse.hardware import chip_from_dict, load_chip, param_dimension, with_overrides
 from dse.spec import load_yaml
 from dse.spec.problems import Problems as _Problems
 from dse.spec.yamlio import LocDict, locate
+from dse.units import parse_quantity
+from dse.workload import build
 
 TOP_KEYS = ("name", "question", "workloads", "base", "overrides", "space", "constraints", "objectives", "solver",
             "output", "modules", "technology")
@@ -81,9 +85,6 @@ class StudySpec:
 
 
 def _parse_value(name: str, value, dimension: str | None, problems: _Problems, path: tuple):
-    from dse.units import parse_quantity
-    from dse.errors import UnitError
-
     if dimension is None:
         if not isinstance(value, (int, float, str)):  # (bool is an int: yes/no parameters)
             problems.at(path, f"expected a number or a name, got {value!r}")
@@ -104,8 +105,6 @@ def _finite(x) -> bool:
 
 
 def _space(section, problems: _Problems) -> list[SpaceEntry]:
-    from dse.hardware import param_dimension
-
     out = []
     if not isinstance(section, dict):
         problems.at(("space",), f"expected a mapping of parameter: {{int|float|log|choice: ...}}, got {section!r}")
@@ -118,7 +117,6 @@ def _space(section, problems: _Problems) -> list[SpaceEntry]:
             if not isinstance(choices, list) or not choices or set(body) != {"choice"}:
                 problems.at(path, "the base chip can only be a choice: {choice: [h100-sxm, groq-tsp, ...]}")
                 continue
-            from dse.hardware import load_chip
 
             ok = True
             for i, c in enumerate(choices):
@@ -215,7 +213,6 @@ def _check_workload_space(space, workloads, problems: _Problems) -> None:
     """
     import re
 
-    from dse.workload import build
 
     for e in space:
         if not e.name.startswith(WORKLOAD_PARAM_PREFIX):
@@ -249,9 +246,6 @@ def _check_workload_space(space, workloads, problems: _Problems) -> None:
 
 def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     """Read and validate a study file; every problem is reported at once."""
-    from dse import registry
-    from dse.hardware import chip_from_dict, load_chip, with_overrides
-    from dse.workload import build
 
     path = Path(path)
     data = load_yaml(path)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dse import whatif
 from dse.errors import SpecError
+from dse.workload import build, parse_workload
 
 
 def _whatif(args) -> int:
-    from dse import whatif
-
     quick = bool(args.base or args.set or args.chip)
     if args.file and quick:
         raise SpecError("give a proposals file, or --base with --set/--chip, not both")
@@ -35,7 +35,6 @@ def _whatif(args) -> int:
 def _with_workloads(spec, texts):
     import dataclasses
 
-    from dse.workload import build, parse_workload
 
     return dataclasses.replace(spec, workloads=tuple(build(parse_workload(t)) for t in texts))
 

@@ -61,6 +61,7 @@ import numpy as np
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from dse.errors import SpecError, unknown_name
+from dse.model.tiling import pad
 from dse.precision import NumberFormat, get_format, storage_bytes
 from dse.spec import load_yaml, validate
 from dse.spec.types import BytesOrZero, Count, CountOrZero, Record
@@ -94,7 +95,7 @@ __all__ = [
     "parse_workload",
 ]
 
-MODEL_DIR = Path(__file__).parent / "data" / "models"
+MODEL_DIR = Path(__file__).resolve().parents[1] / "data" / "models"
 
 KINDS = ("gemm", "attention_qk", "attention_pv", "softmax", "norm", "elementwise", "embedding")
 MATRIX_KINDS = ("gemm", "attention_qk", "attention_pv")
@@ -443,7 +444,6 @@ def moe_rows(tokens: int, top_k: int, experts: int, distribution="uniform") -> n
 
 def padded_rows(rows, quantum: int) -> np.ndarray:
     """Each expert's rows padded up to the row quantum; 0 stays 0 (seed 004 §4.2.1)."""
-    from dse.model.tiling import pad
 
     return np.asarray(pad(np.asarray(rows, dtype=np.int64), quantum))
 
@@ -562,7 +562,6 @@ class Op:
         the masked dimension is padded up to the last visible key of its last
         row. Vectorized over numpy arrays of tile shapes; 0 for vector ops.
         """
-        from dse.model.tiling import pad
 
         if not self.is_matrix:
             return np.zeros(np.broadcast(np.asarray(im), np.asarray(in_), np.asarray(ik)).shape)[()]

@@ -1,8 +1,8 @@
 """Reports of a study for people: report.md, PNG plots, one self-contained interactive report.html.
 
-Inputs are the results contract of :mod:`dse.results` (the trials ``table``,
+Inputs are the results contract of :mod:`dse.study.results` (the trials ``table``,
 the study's ``meta`` and the optional ``catalog`` of reference chips). Files
-written into the output folder, each atomically (:func:`dse.results.atomic_write`):
+written into the output folder, each atomically (:func:`dse.study.results.atomic_write`):
 
     report.md                       title, question, settings, counts, the front, constraint
                                     rejections, "what the front says", links to the plots
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dse.pareto import MAXIMIZE, to_minimization
-from dse.results import (
+from dse.study.results import (
     _CANONICAL,
     _SCALED,
     atomic_write,

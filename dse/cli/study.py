@@ -1,16 +1,15 @@
 """`dse run`, `dse report`, `dse pareto` (argument parsing only)."""
 
 from __future__ import annotations
+from dse.report import regenerate
+from dse.spec.study import load_study
+from dse.study import run_study
+from dse.study.results import format_table, pareto_table, read_results
 
 
 def _run(args) -> int:
-    from dse.results import format_table, pareto_table
-    from dse.study import run_study
-    from dse.results import read_results
-
     table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
                       out=args.out, progress=not args.quiet)
-    from dse.study_spec import load_study
 
     spec = load_study(args.study)
     out = args.out or spec.output
@@ -27,16 +26,12 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from dse.report import regenerate
-
     regenerate(args.dir)
     print(f"reports written to {args.dir}/")
     return 0
 
 
 def _pareto(args) -> int:
-    from dse.results import format_table, pareto_table, read_results
-
     table, meta, _ = read_results(args.dir)
     front = pareto_table(table, meta, x=args.x, y=args.y)
     print(format_table(front, meta))

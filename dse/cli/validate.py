@@ -1,9 +1,20 @@
-"""`dse validate FILE`: recognise what a YAML file is and validate it fully."""
+"""`dse validate FILE`: recognise what a file is and validate it as `dse run` / `eval` / `whatif` would read it.
+
+YAML files: a chip, a workload, a study or a what-if; CSV files: calibration
+measurements (`dse calibrate`). Each is loaded by the same code that runs it
+(a workload is built, a study loaded with its registry look-ups), so what
+validate accepts, the commands run.
+"""
 
 from __future__ import annotations
 
+from dse.calibrate import load_measurements
 from dse.errors import SpecError
+from dse.hardware import chip_from_dict
 from dse.spec import load_yaml, locate
+from dse.spec.study import load_study
+from dse.whatif import load_proposals
+from dse.workload import build
 
 
 def _kind(data) -> str:
@@ -26,22 +37,17 @@ def _kind(data) -> str:
 
 def validate_file(path: str) -> str:
     """Validate one file; returns its kind. Raises SpecError listing every problem."""
+    if str(path).lower().endswith(".csv"):
+        load_measurements(path)
+        return "measurements"
     data = load_yaml(path)
     kind = _kind(data)
     if kind == "chip":
-        from dse.hardware import chip_from_dict
-
         chip_from_dict(data)
     elif kind == "workload":
-        from dse.workload import spec_from_dict
-
-        spec_from_dict(data)
+        build(data)
     elif kind == "study":
-        from dse.study_spec import load_study
-
         load_study(path)
     elif kind == "whatif":
-        from dse.whatif import load_proposals
-
         load_proposals(path)
     return kind

@@ -8,6 +8,18 @@ calibrated chip.
 
 from __future__ import annotations
 
+from dse.calibrate import (
+    IDEAL,
+    calibrate,
+    canonical_workload,
+    format_knob,
+    load_measurements,
+    parse_fix,
+    parse_measured_workload,
+)
+from dse.errors import SpecError
+from dse.evaluate import evaluate
+from dse.hardware import Chips, load_chip, with_overrides
 from dse.units import format_quantity
 
 _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "time per token", "time"),
@@ -22,10 +34,6 @@ _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "time per token"
 
 
 def _eval(args) -> int:
-    from dse.calibrate import parse_measured_workload
-    from dse.evaluate import evaluate
-    from dse.hardware import Chips, load_chip
-
     workload = parse_measured_workload(args.workload)
     if args.calibrated:
         chips, labels, notes = _with_calibrated(args, workload)
@@ -71,9 +79,6 @@ def _with_calibrated(args, workload):
     """[ideal chip, calibrated chip], their column labels, and notes (measured value, fit vs prediction)."""
     from pathlib import Path
 
-    from dse.calibrate import IDEAL, calibrate, canonical_workload, format_knob, load_measurements, parse_fix
-    from dse.errors import SpecError
-    from dse.hardware import load_chip, with_overrides
 
     if len(args.chip) != 1:
         raise SpecError(f"--calibrated compares one chip with its calibrated self: give exactly one --chip, "

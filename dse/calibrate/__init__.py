@@ -4,7 +4,7 @@ The evaluator predicts the *bound*: every resource at its ideal rate. Real
 software adds kernel launches, submission, synchronization and runs below the
 peak rate (seed 004 §4.8.3: vLLM eager decode on an RTX PRO 6000 takes 25.83 ms
 where the read bound is 9.12 ms). :class:`dse.hardware.Calibration` carries four
-knobs the evaluator applies (dse.evaluate, seed 004 §4.8.1: independent resources take the max)::
+knobs the evaluator applies (dse.model.evaluator, seed 004 §4.8.1: independent resources take the max)::
 
     per operator  t_matrix / compute_efficiency                compute_efficiency   in (0, 1]
                   bytes / (bandwidth x bandwidth_efficiency)   bandwidth_efficiency in (0, 1]
@@ -34,7 +34,7 @@ from). Loading reports every problem at once, each as ``file:line: column
 Fit: least squares on *relative* residuals ``r = (predicted - measured) /
 measured`` (each measurement weighs the same whatever its size), with bounds
 that keep the knobs physical. Predictions always come from
-:func:`dse.evaluate.evaluate_arrays` (the one evaluator), so a written chip
+:func:`dse.model.evaluator.evaluate_arrays` (the one evaluator), so a written chip
 evaluates to exactly the fitted predictions. Solver (numpy only): variable
 projection. An overhead the time is exactly linear in (checked numerically, not
 assumed: today step_overhead) follows, for any setting of the other knobs, from
@@ -84,6 +84,12 @@ from pathlib import Path
 import numpy as np
 
 from dse.errors import DseError, SpecError, did_you_mean, unknown_name
+from dse.evaluate import evaluate_design
+from dse.fileio import atomic_write
+from dse.hardware import ChipSpec, Chips, catalog_names, load_chip, resolve_name, with_overrides
+from dse.model.evaluator import op_table
+from dse.units import format_quantity, parse_quantity
+from dse.workload import build, key_values, parse_workload
 
 __all__ = [
     "KNOBS",
@@ -129,11 +135,9 @@ _GEMM_KEYS = (*_GEMM_INT_KEYS, "b", *_GEMM_FORMAT_KEYS)
 
 def _parse_gemm(text: str):
     """``gemm:m=1:k=4096:n=4096[:...]`` -> a one-operator Workload named canonically."""
-    from dse.workload import build
 
     where = f"workload '{text}'"
     parts = text.strip().split(":")[1:]
-    from dse.workload import key_values
 
     got = key_values(parts, where, _GEMM_KEYS, _GEMM_INT_KEYS, "GEMM key", "gemm:m=1:k=4096:n=4096")
     for key in _GEMM_INT_KEYS:
@@ -180,7 +184,6 @@ def parse_measured_workload(text: str):
     Model phases as dse.workload.parse_workload reads them; a GEMM is one
     operator named ``gemm:m=M:k=K:n=N[...]`` with its keys in that order.
     """
-    from dse.workload import build, parse_workload
 
     if not isinstance(text, str) or not text.strip():
         raise SpecError(f"workload: expected 'model:phase:key=value...' or 'gemm:m=..:k=..:n=..', got {text!r}")
@@ -216,8 +219,6 @@ class Measurement:
 
 
 def _parse_time(value: str, dimension: str) -> float:
-    from dse.units import parse_quantity
-
     try:
         x = float(value)
     except ValueError:
@@ -233,7 +234,6 @@ def load_measurements(path: str | Path) -> list[Measurement]:
     Raises SpecError whose problems read ``file:line: column 'name': expected ..., got ...``;
     an unknown chip gets a did-you-mean.
     """
-    from dse.hardware import catalog_names, resolve_name
 
     path = Path(path)
     try:
@@ -329,7 +329,6 @@ def parse_fix(items) -> dict[str, float]:
 
     Fractions are numbers in (0, 1]; overheads are times with a unit ('5 us') or 0.
     """
-    from dse.units import parse_quantity
 
     out: dict[str, float] = {}
     problems = []
@@ -490,7 +489,6 @@ class CalibrationFit:
 
 def format_knob(knob: str, v: float | None) -> str:
     """A knob value for people: a fraction as a number, an overhead as a time ('16.05 us')."""
-    from dse.units import format_quantity
 
     if v is None:
         return "?"
@@ -508,8 +506,6 @@ class _Problem:
 
     def __init__(self, base, rows: list[Measurement], free: tuple, fixed: dict, parent: "_Problem | None" = None,
                  keep: np.ndarray | None = None):
-        from dse.evaluate import op_table
-        from dse.hardware import Chips
 
         self.base = base
         self.view = parent.view if parent is not None else Chips.numeric_view(base)
@@ -536,35 +532,29 @@ class _Problem:
         return _Problem(self.base, [m for m, k in zip(self.rows, keep) if k], self.free, self.fixed, self, keep)
 
     def times(self, theta: np.ndarray) -> np.ndarray:
-        from dse.evaluate import evaluate_arrays
-        from dse.hardware import Chips
-
         theta = np.atleast_2d(theta)
         P = theta.shape[0]
         arrays = {k: np.full(P, v, dtype=float) for k, v in self.view.items()}
         for j, k in enumerate(KNOBS):
             arrays[f"calibration.{k}"] = np.array(theta[:, j], dtype=float)
-        chips = Chips(arrays, self.formats)
+        chips = Chips(arrays, self.formats, base=self.base)
         out = np.empty((P, len(self.workloads)))
         for i, w in enumerate(self.workloads):
-            out[:, i] = evaluate_arrays(chips, w)["time_s"]
+            out[:, i] = evaluate_design(chips, w)["time_s"]
         return out[:, self.idx]
 
     def states(self, theta: np.ndarray) -> list[str]:
         """What bounds each row at the knob values ``theta`` (4,): 'launch-bound' (the host's launches outlast the
         device work), else the device's bound resource ('matrix-bound', 'vector-bound', 'memory-bound'). For
-        messages only; from dse.evaluate's own columns."""
-        from dse.evaluate import evaluate_arrays
-        from dse.hardware import Chips
-
+        messages only; from dse.model.evaluator's own columns."""
         arrays = {k: np.full(1, v, dtype=float) for k, v in self.view.items()}
         for j, k in enumerate(KNOBS):
             arrays[f"calibration.{k}"] = np.array([theta[j]], dtype=float)
-        chips = Chips(arrays, self.formats)
+        chips = Chips(arrays, self.formats, base=self.base)
         names = ("matrix-bound", "vector-bound", "memory-bound")
         per = []
         for w in self.workloads:
-            out = evaluate_arrays(chips, w)
+            out = evaluate_design(chips, w)
             launch_wait = float(out["t_overhead_s"][0]) - float(theta[KNOBS.index("step_overhead")])
             per.append("launch-bound" if launch_wait > 1e-12 * float(out["time_s"][0])
                        else names[int(out["bound_code"][0])])
@@ -586,7 +576,7 @@ class _Problem:
     def linear(self) -> dict[str, np.ndarray]:
         """Free overheads the predicted time is exactly linear in, with d time / d overhead per row.
 
-        dse.evaluate takes ``max(device, launches x kernel_overhead) + step_overhead``: step_overhead is linear,
+        dse.model.evaluator takes ``max(device, launches x kernel_overhead) + step_overhead``: step_overhead is linear,
         kernel_overhead is not (it joins the grid). This is checked, not assumed (steps of 1x and 2x, jointly, at
         two settings of the other knobs), so another composition (e.g. launches added to device work) is still
         fitted correctly.
@@ -862,8 +852,6 @@ def _fix_text(knob: str, v: float) -> str:
 
 
 def _resolve_chip(chip):
-    from dse.hardware import ChipSpec, load_chip, resolve_name
-
     if isinstance(chip, ChipSpec):
         return chip, None
     p = Path(str(chip))
@@ -875,12 +863,9 @@ def _resolve_chip(chip):
 
 def predict(chip, measurements) -> np.ndarray:
     """Predicted step time (s) of each measurement's workload on ``chip`` (a spec, a name or a file)."""
-    from dse.evaluate import evaluate_arrays
-    from dse.hardware import Chips
-
     spec, _ = _resolve_chip(chip)
     chips = Chips.from_specs([spec])
-    return np.array([float(evaluate_arrays(chips, parse_measured_workload(m.workload))["time_s"][0])
+    return np.array([float(evaluate_design(chips, parse_measured_workload(m.workload))["time_s"][0])
                      for m in measurements])
 
 
@@ -1005,7 +990,6 @@ def calibrate(measurements, chip, *, fix: dict | None = None, strict: bool = Fal
     variant label. ``strict``: refuse (DseError) when a physical bound is
     active instead of reporting it. See the module docstring for the method.
     """
-    from dse.hardware import with_overrides
 
     if isinstance(measurements, (str, Path)):
         measurements_file = measurements_file or str(measurements)
@@ -1208,6 +1192,5 @@ def _drop_top_level_key(text: str, key: str) -> str:
 
 def write_calibrated_chip(fit: CalibrationFit, path: str | Path) -> Path:
     """Write :func:`calibrated_yaml` atomically; the file loads with dse.hardware.load_chip."""
-    from dse.results import atomic_write
 
     return atomic_write(path, calibrated_yaml(fit))

@@ -28,7 +28,7 @@ its changes are measured against; default the baseline), ``evaluation``
 ``smem_bytes_per_cycle``, a value or "xN") and ``note``.
 
 Per workload the result holds, for the baseline and each proposal: the joined
-metrics of :func:`dse.study._metrics_for` (evaluator + area + cost; the same
+metrics of :func:`dse.evaluate.evaluate_design` (evaluator + area + cost; the same
 join the searches use), every constraint's value (<= 0 feasible, the
 magnitude is the violation in the constraint's unit), the change in % against
 the reference design, the bound resource of every operator (which operators
@@ -67,9 +67,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dse import registry
 from dse.errors import DseError, SpecError, UnitError, did_you_mean, unknown_name
+from dse.evaluate import evaluate_design
+from dse.fileio import atomic_write
+from dse.hardware import Chips, chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.model.evaluator import evaluate_workload
+from dse.model.pipeline import attention_block_cycles
+from dse.precision import get_format
+from dse.spec.yamlio import load_yaml, locate
+from dse.study.results import format_value
+from dse.units import format_quantity, parse_quantity
+from dse.workload import build, parse_workload
 from dse.spec.problems import Problems as _Problems, strip_location as _strip_location  # noqa: F401
-from dse.spec.yamlio import key_loc, load_yaml, locate
 
 TOP_KEYS = ("name", "question", "baseline", "proposals", "workloads", "evaluation", "constraints",
             "attention_block", "output")
@@ -171,14 +181,10 @@ class WhatIfSpec:
 
 
 def _supported_options() -> set[str]:
-    from dse.evaluate import evaluate_arrays
-
-    return set(inspect.signature(evaluate_arrays).parameters)
+    return set(inspect.signature(evaluate_workload).parameters) - {"chips", "workload", "tiles", "breakdown"}
 
 
 def _evaluation(section, path: tuple, P: _Problems) -> dict:
-    from dse.units import parse_quantity
-
     out: dict[str, Any] = {}
     if section is None:
         return out
@@ -209,8 +215,6 @@ def _evaluation(section, path: tuple, P: _Problems) -> dict:
 
 
 def _attention_section(section, path: tuple, P: _Problems) -> dict | None:
-    from dse.precision import get_format
-
     if section is None:
         return None
     if not isinstance(section, Mapping):
@@ -276,7 +280,6 @@ def _multiplier(v) -> float | None:
 
 def _load_chip_ref(ref, base_dir: Path | None):
     """A catalog name, a chip file (relative to the what-if file) or an inline chip mapping -> (ChipSpec, label)."""
-    from dse.hardware import chip_from_dict, load_chip
 
     if isinstance(ref, Mapping):
         spec = chip_from_dict(ref)
@@ -294,7 +297,6 @@ def _load_chip_ref(ref, base_dir: Path | None):
 
 def _chip_and_overrides(body, path: tuple, P: _Problems, base_chip, base_dir, *, allow_reserved: bool):
     """A proposal-style mapping -> (chip, source, overrides, reserved values); None on any problem."""
-    from dse.hardware import param_dimension, with_overrides
 
     ok = True
     reserved, overrides = {}, {}
@@ -336,8 +338,6 @@ def _chip_and_overrides(body, path: tuple, P: _Problems, base_chip, base_dir, *,
 
 
 def _workloads(section, P: _Problems, file: str) -> list:
-    from dse.workload import build, parse_workload
-
     items = section if isinstance(section, list) else [section]
     out, names = [], {}
     for i, item in enumerate(items):
@@ -367,7 +367,6 @@ def _workloads(section, P: _Problems, file: str) -> list:
 
 def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
     """Validate a what-if mapping (as loaded by :func:`dse.spec.load_yaml`); every problem at once."""
-    from dse import registry
 
     file = str(path) if path is not None else getattr(data, "file", "<input>")
     base_dir = Path(path).parent if path is not None else None
@@ -497,7 +496,6 @@ def quick_spec(base: str, sets: list[str] | None = None, workloads: list[str] | 
     """
     import yaml
 
-    from dse.hardware import param_dimension
 
     problems = []
     overrides: dict[str, Any] = {}
@@ -620,7 +618,6 @@ class WhatIfResult:
 
     def write(self, out_dir) -> dict[str, Path]:
         """whatif.md, whatif.json and whatif.png in ``out_dir``, each written atomically."""
-        from dse.results import atomic_write
 
         root = Path(out_dir)
         root.mkdir(parents=True, exist_ok=True)
@@ -639,15 +636,11 @@ def _pct(new: float, ref: float) -> float:
 
 def _evaluate_design(design: Design, workload, constraints) -> tuple[dict, pd.DataFrame | None, str | None]:
     """Joined metrics + constraint values of one design on one workload, and its operator table."""
-    from dse.evaluate import evaluate_arrays
-    from dse.hardware import Chips
-    from dse.study import _metrics_for
 
     opts = dict(design.evaluation)
     try:
-        chips = Chips.from_specs([design.chip])
-        m = _metrics_for(chips, design.chip, [(workload, 1.0)], **opts)
-        ops = evaluate_arrays(chips, workload, breakdown=True, **opts)["_ops"]
+        dm = evaluate_design(Chips.from_specs([design.chip]), workload, breakdown=True, **opts)
+        m, ops = dm.columns, dm.operators[0]
     except DseError as e:  # a design this workload cannot be evaluated on: a result, not a crash
         return {}, None, str(e)
     row: dict[str, Any] = {}
@@ -668,16 +661,14 @@ def _evaluate_design(design: Design, workload, constraints) -> tuple[dict, pd.Da
             violations.append(f"{t.name}: +{val:.4g} {t.unit} over the limit")
     row["feasible"] = not violations
     row["violations"] = "; ".join(violations)
-    names = list(ops["names"])
-    O = len(names)
     frame = pd.DataFrame({
-        "op": names,
-        "count": np.asarray(ops["count"], dtype=float).reshape(-1)[:O],
-        "t_op_s": np.asarray(ops["t_op"])[0],
-        "t_matrix_s": np.asarray(ops["t_matrix"])[0],
-        "t_vector_s": np.asarray(ops["t_vector"])[0],
-        "t_memory_s": np.asarray(ops["t_memory"])[0],
-        "bound": np.array(RESOURCES)[np.asarray(ops["bound"])[0].astype(int)],
+        "op": list(ops.names),
+        "count": np.asarray(ops.count, dtype=float),
+        "t_op_s": np.asarray(ops.t_op)[0],
+        "t_matrix_s": np.asarray(ops.t_matrix)[0],
+        "t_vector_s": np.asarray(ops.t_vector)[0],
+        "t_memory_s": np.asarray(ops.t_memory)[0],
+        "bound": np.array(RESOURCES)[np.asarray(ops.bound)[0].astype(int)],
     })
     return row, frame, None
 
@@ -709,8 +700,6 @@ def _amdahl(ref_ops: pd.DataFrame, new_ops: pd.DataFrame, t_ref: float, t_new: f
 
 
 def _attention_rows(spec: WhatIfSpec) -> pd.DataFrame | None:
-    from dse.model.pipeline import attention_block_cycles
-
     cfg = spec.attention_block
     if cfg is None:
         return None
@@ -799,8 +788,6 @@ def _time_by_resource(row) -> dict[str, float]:
 
 
 def _fmt(v, unit: str = "") -> str:
-    from dse.results import format_value
-
     if isinstance(v, float) and math.isnan(v):
         return "-"
     return format_value(v, unit)
@@ -841,8 +828,6 @@ def _describe(d: Design) -> str:
 
 
 def _option_text(key: str, value) -> str:
-    from dse.units import format_quantity
-
     if isinstance(value, bool):
         return "true" if value else "false"
     if EVALUATION_OPTIONS.get(key) == "energy_per_byte":
@@ -960,7 +945,6 @@ def _share(x: float) -> str:
 def _con(v, unit: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    from dse.results import format_value
 
     text = format_value(float(v), unit)
     return f"+{text} VIOLATED" if v > 0 else f"{text} ok"

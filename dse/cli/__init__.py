@@ -9,29 +9,25 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dse.cli import validate as validation
 from dse.errors import DseError
+from dse.report import catalog as catalog_table
 
 EXIT_USER_ERROR = 2
 
 
 def _cmd_catalog(args) -> int:
-    from dse import catalog_table
-
     df = catalog_table.catalog_frame()
     print(catalog_table.render(df, fmt=args.format))
     return 0
 
 
 def _cmd_show(args) -> int:
-    from dse import catalog_table
-
     print(catalog_table.show(args.chip))
     return 0
 
 
 def _cmd_validate(args) -> int:
-    from dse import validation
-
     for path in args.files:
         kind = validation.validate_file(path)
         print(f"{path}: valid {kind}")
@@ -69,7 +65,7 @@ def _load_extra_commands() -> None:
 
     if _EXTRA_COMMANDS:
         return
-    for mod in ("dse.cli_eval", "dse.cli_study", "dse.cli_whatif", "dse.cli_calibrate"):
+    for mod in ("dse.cli.eval", "dse.cli.study", "dse.cli.whatif", "dse.cli.calibrate"):
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as e:

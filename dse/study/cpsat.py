@@ -19,13 +19,16 @@ from pathlib import Path
 import pandas as pd
 
 from dse.errors import SpecError
-from dse.results import atomic_write
+from dse.evaluate import evaluate_design
+from dse.fileio import atomic_write
+from dse.hardware import Chips, load_chip, with_overrides
+from dse.solvers.cpsat_split import solve_split
+from dse.solvers.cpsat_tiles import solve_workload_tiles
+from dse.study.problem import design_space, group_workloads
 from dse.units import format_quantity
 
 
 def _bases(spec) -> list:
-    from dse.hardware import load_chip, with_overrides
-
     entry = next((e for e in spec.space if e.name == "base"), None)
     if entry is None:
         return [spec.base]
@@ -33,16 +36,11 @@ def _bases(spec) -> list:
 
 
 def _workloads(spec) -> list:
-    from dse.study import _group_workloads
-
-    return _group_workloads(spec, {})
+    return group_workloads(spec, {})
 
 
 def run_tiles(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     """Optimal tiles of every GEMM-like operator, per base chip and workload."""
-    from dse.solvers.cpsat_tiles import solve_workload_tiles
-    from dse.evaluate import evaluate_arrays
-    from dse.hardware import Chips
 
     rows = []
     t0 = time.perf_counter()
@@ -50,8 +48,8 @@ def run_tiles(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
         chips = Chips.from_specs([chip])
         for wl, _ in _workloads(spec):
             tiles = solve_workload_tiles(wl, chip, seed=spec.solver.seed)
-            solved = evaluate_arrays(chips, wl, tiles=tiles)["time_s"][0]
-            heuristic = evaluate_arrays(chips, wl)["time_s"][0]
+            solved = evaluate_design(chips, wl, tiles=tiles)["time_s"][0]
+            heuristic = evaluate_design(chips, wl)["time_s"][0]
             for name, c in tiles.choices.items():
                 rows.append({"chip": chip.name, "workload": wl.name, "op": name, "t_m": c.tm, "t_n": c.tn,
                              "t_k": c.tk, "split_k": c.split_k, "slots": c.slots, "time_s": c.time_s,
@@ -77,8 +75,6 @@ def run_tiles(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
 
 def run_split(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     """The proven-optimal resource split of one die for the study's workload mix."""
-    from dse.solvers.cpsat_split import solve_split
-    from dse.study import design_space
 
     tdp = next((t.params.get("max") for t in spec.constraints if t.name == "tdp"), None)
     reticle = next((t.params.get("max") for t in spec.constraints if t.name == "reticle"), None)

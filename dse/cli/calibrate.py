@@ -7,6 +7,17 @@ physical bound, and writes the calibrated chip file.
 """
 
 from __future__ import annotations
+from dse.calibrate import (
+    FRACTIONS,
+    KNOBS,
+    RESIDUAL_KIND,
+    calibrate,
+    format_knob,
+    load_measurements,
+    parse_fix,
+    write_calibrated_chip,
+)
+from dse.units import format_quantity
 
 
 def _pct(x) -> str:
@@ -14,14 +25,11 @@ def _pct(x) -> str:
 
 
 def _time(x) -> str:
-    from dse.units import format_quantity
-
     return "-" if x is None else format_quantity(float(x), "time")
 
 
 def report(fit) -> str:
     """The calibration report as text (also used by `dse eval --calibrated MEASUREMENTS.csv`)."""
-    from dse.calibrate import FRACTIONS, KNOBS, RESIDUAL_KIND, format_knob
 
     out = []
     src = fit.measurements_file or "measurements"
@@ -65,8 +73,6 @@ def report(fit) -> str:
 
 
 def _calibrate(args) -> int:
-    from dse.calibrate import calibrate, load_measurements, parse_fix, write_calibrated_chip
-
     fix = parse_fix(args.fix)
     rows = load_measurements(args.measurements)
     fit = calibrate(rows, args.chip, fix=fix, strict=args.strict, variant=args.variant,

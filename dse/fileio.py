@@ -1,0 +1,107 @@
+"""Files dse writes: atomically (temp file + fsync + rename), and only inside the folder they belong to."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from contextlib import suppress
+from functools import cache
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import IO, Any
+
+from dse.errors import SpecError
+
+__all__ = ["atomic_write", "confined_path"]
+
+Writer = Callable[[IO[bytes]], Any]
+
+
+@cache
+def _umask() -> int:
+    """The process umask (read once; os.umask can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def confined_path(root: str | os.PathLike, name: str | os.PathLike) -> Path:
+    """``root / name``, refusing any name that could land outside ``root``.
+
+    ``name`` must be relative (no leading '/', no drive letter), must not
+    contain a '..' part, and must not resolve (through symlinks) outside
+    ``root``. Sub-folders (``plots/a.png``) are fine. SpecError otherwise.
+    """
+    text = os.fspath(name)
+    if not isinstance(text, str) or not text.strip() or text.strip() in (".", "./"):
+        raise SpecError(f"output file name {name!r}: expected a file name inside the output folder")
+    if "\x00" in text:
+        raise SpecError(f"output file name {text!r}: contains a NUL character")
+    posix, win = PurePosixPath(text), PureWindowsPath(text)
+    if posix.is_absolute() or win.is_absolute() or win.drive or text.startswith(("/", "\\")):
+        raise SpecError(f"output file name {text!r}: absolute paths are refused; give a name inside the output folder")
+    if ".." in posix.parts or ".." in win.parts:
+        raise SpecError(f"output file name {text!r}: '..' is refused; files stay inside the output folder")
+    base = Path(root).resolve()
+    target = (base / text).resolve()
+    if target != base and base not in target.parents:
+        raise SpecError(f"output file name {text!r} resolves to {target}, outside the output folder {base}")
+    if target == base:
+        raise SpecError(f"output file name {text!r}: names the output folder itself, not a file in it")
+    return target
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str | Writer, *,
+                 root: str | os.PathLike | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically; return the final path.
+
+    ``data`` is bytes, text (written as UTF-8), or a callable that writes to
+    the binary file object it is given (``lambda f: df.to_parquet(f)``). The
+    bytes go to a temp file in the same folder, which is flushed and fsynced
+    and then moved over ``path`` with ``os.replace`` (atomic on POSIX and
+    Windows); the folder is fsynced afterwards where the OS allows. If
+    anything fails, including the callable, the temp file is removed, the
+    previous ``path`` is left as it was, and the exception propagates.
+
+    With ``root``, ``path`` is a name relative to ``root`` and is checked by
+    :func:`confined_path` (no absolute paths, no '..', no symlink escapes).
+    Missing parent folders are created.
+    """
+    target = confined_path(root, path) if root is not None else Path(path)
+    if not (isinstance(data, (bytes, bytearray, memoryview, str)) or callable(data)):
+        raise TypeError(f"atomic_write: data must be bytes, str or a callable, got {type(data).__name__}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(data, str):
+                f.write(data.encode("utf-8"))
+            elif isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                data(f)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes the file 0600; give it the mode a plain open() would have
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,775 @@
+"""The evaluator: N design points x one workload -> time, energy, power, clock, capacity, per operator.
+
+The public join :func:`dse.evaluate.evaluate_design` calls
+:func:`evaluate_workload` for each workload of a mix and adds area and cost;
+solvers, the what-if, `dse eval` and calibration go through that join.
+Shapes: chips are (N,) arrays, operators (O,) arrays; the work is (N, O)
+numpy broadcasting, identical layers evaluated once and multiplied by their
+count (ARCHITECTURE rule 2).
+
+Per operator (seed 004 §4.8.1: overlapped resources take the max, work on
+one resource adds, dependent stages add):
+    t_matrix = padded, wave-quantized FLOPs / (units x FLOP/cycle x sustained clock x eff)
+    t_vector = vector FLOPs / vector rate + exps / exp rate
+    t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
+    t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
+    step     = sum over operators of count x t_op + step overhead
+(links between dies and chips are not in the step time yet: dse.model.links)
+
+Lower bounds the seeds quote, as columns beside the modelled time:
+    t_matrix_ideal_s       useful FLOPs / peak rate (no padding, waves, throttling)
+    t_memory_compulsory_s  every tensor moved once (no re-reads) / bandwidth
+    t_roofline_s           sum over operators of max(the two above)   (seed 004 §4.8.1)
+    t_read_s               weight + KV bytes / bandwidth: the read lower bound of a
+                           decode step (seed 004 §4.8.2, §4.6.3; §4.7.3 with a weight ROM)
+
+Speed (it is the inner loop of every search): a chip input that is the same
+for every point (the base chip's value where a search does not vary it) is
+kept as one (1, 1) value and broadcast, so only what varies is computed per
+point; the N points are evaluated in blocks that stay in the CPU cache. The
+arithmetic per element is the same either way, so N points at once give the
+same numbers as one at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dse.hardware import Chips
+from dse.model import power as pw
+from dse.precision import get_format, quant_error
+
+RESOURCES = ("matrix", "vector", "memory")
+#: The bound resource of an operator or a design, by its code (0, 1, 2).
+BOUND_NAMES = np.array(["compute", "vector", "memory"])
+
+# fall-back order when a chip lacks a format: run it on the next wider format the chip has
+_WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "int8",
+          "fp16", "bf16", "tf32", "fp32"]
+
+#: (point x operator) elements per block: big enough to amortize numpy's per-call cost, small enough for the cache
+_BLOCK_ELEMENTS = 1 << 15
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """A workload's operators as (O,) arrays (built once per workload)."""
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    formats: tuple[str, ...]
+    count: np.ndarray
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    batch: np.ndarray
+    flops: np.ndarray
+    a_bytes: np.ndarray
+    b_bytes: np.ndarray
+    c_bytes: np.ndarray
+    weight_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    vector_flops: np.ndarray
+    exps: np.ndarray
+    ea: np.ndarray  # bytes per element of A, B, C
+    eb: np.ndarray
+    ec: np.ndarray
+    is_gemm: np.ndarray
+    on_chip_a: np.ndarray  # operand A / output C stay on chip (fused attention: scores, probabilities)
+    on_chip_c: np.ndarray
+    causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
+
+
+@functools.lru_cache(maxsize=128)
+def op_table(workload, fused: bool = True) -> OpTable:
+    """Operator arrays; ``fused``: attention scores and probabilities stay on chip (FlashAttention-style
+    kernels, seed 004 §4.4.3 direct handoff), so QK output, softmax and PV input cost no memory traffic."""
+    ops = workload.ops
+
+    def arr(attr, default=0.0):
+        return np.array([float(getattr(o, attr, default) or 0.0) for o in ops], dtype=float)
+
+    m, n, k = arr("m"), arr("n"), arr("k")
+    kinds = [o.kind for o in ops]
+    # the softmax of an attention block (QK, softmax, PV in a row; not the router's or the sampler's)
+    attn_softmax = [0 < i < len(ops) - 1 and kind == "softmax" and kinds[i - 1] == "attention_qk"
+                    and kinds[i + 1] == "attention_pv" for i, kind in enumerate(kinds)]
+    return OpTable(
+        names=tuple(o.name for o in ops),
+        kinds=tuple(o.kind for o in ops),
+        formats=tuple(get_format(o.fmt).name if getattr(o, "fmt", None) else "bf16" for o in ops),
+        count=arr("count", 1.0),
+        m=m, n=n, k=k,
+        batch=np.maximum(arr("batch", 1.0), 1.0),
+        flops=arr("flops"),
+        a_bytes=arr("a_bytes"), b_bytes=arr("b_bytes"), c_bytes=arr("c_bytes"),
+        weight_bytes=arr("weight_bytes"), kv_bytes=arr("kv_bytes"),
+        vector_flops=arr("vector_flops"), exps=arr("exps"),
+        ea=arr("elem_bytes_a", 2.0), eb=arr("elem_bytes_b", 2.0), ec=arr("elem_bytes_c", 2.0),
+        is_gemm=(m > 0) & (n > 0) & (k > 0),
+        on_chip_a=np.array([fused and (o.kind == "attention_pv" or sm) for o, sm in zip(ops, attn_softmax)]),
+        on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
+        causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _fallback_chain(fmt: str) -> tuple[str, ...]:
+    """``fmt``, then the formats a chip without it runs it on, in order of preference (seed 004 §4.2.4).
+
+    A float format runs on a wider float format (FP8 weights on an A100 are
+    up-converted and multiplied in FP16/BF16), never on integer units while
+    the chip has a float format (INT8 units cannot multiply FP8 values). An
+    integer format runs on a wider integer format, or on a float format whose
+    significand holds its values (INT8 on FP16/BF16, INT4 also on FP8 E4M3).
+    Last resort, for a chip that has none of those (a BF16 model on the
+    INT8-only TPU v1): any other format, widest first -- the model quantized
+    to what the chip runs.
+    """
+    src = get_format(fmt)
+    wider = _WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []
+    exact, rest = [fmt], []
+    for f in wider + list(reversed(_WIDER)):
+        if f in exact or f in rest:
+            continue
+        dst = get_format(f)
+        if src.kind == "float":
+            ok = dst.kind == "float"
+        else:
+            ok = dst.kind == "int" or dst.mantissa_bits + 1 >= src.element_bits - 1
+        (exact if ok else rest).append(f)
+    return tuple(exact + rest)
+
+
+def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit and J/FLOP each point runs ``fmt`` at: its own rate, else the first format of
+    :func:`_fallback_chain` it has (seed 004 §4.2.4); 0 where it has none."""
+    rate = np.zeros(chips.n)
+    energy = np.zeros(chips.n)
+    done = np.zeros(chips.n, dtype=bool)
+    for f in _fallback_chain(fmt):
+        fp = chips.flops_per_cycle(f)
+        ok = ~done & (fp > 0)
+        if ok.all():  # the common case: every point has it
+            return fp.copy(), chips.get(f"energy.flop.{f}", 0.0).copy()
+        if ok.any():
+            rate[ok] = fp[ok]
+            energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
+            done |= ok
+        if done.all():
+            break
+    return rate, energy
+
+
+def _pad(x, q):
+    """ceil(x / q) q for whole-number floats (same values as dse.model.tiling.pad, without its checks)."""
+    return np.ceil(x / q) * q
+
+
+def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
+    """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`."""
+    e = np.maximum(ops.ea, ops.eb)
+    tk = 4 * ik
+    buf = np.maximum(buf, 16 * 1024)
+    # 4 T tk e + 4 T^2 <= buf  ->  T = (-b + sqrt(b^2 + 16 buf)) / 8 with b = 4 tk e
+    b = 4 * tk * e
+    t = (-b + np.sqrt(b * b + 16 * buf)) / 8
+    q = np.maximum(im, inn)
+    t = np.clip(np.floor(t / q) * q, q, 256)
+    tm = np.minimum(t, _pad(np.maximum(ops.m, 1), im))
+    tn = np.minimum(t, _pad(np.maximum(ops.n, 1), inn))
+    tiles = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
+    ksteps = np.maximum(np.ceil(ops.k / tk), 1)
+    # no more splits than the L2 holds partial sums for: (split - 1) FP32 outputs, written and read back
+    fits = 1 + np.floor(l2 / np.maximum(ops.m * ops.n * ops.batch * 4.0 * 2, 1.0))
+    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, np.minimum(ksteps, fits))
+    # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
+    # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
+    # operator down (for a fixed tile, waves = ceil(work / units) only falls as units grow)
+    short = tiles * split < units
+    if np.any(short):
+        t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
+        t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
+        tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
+        tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
+        tiles2 = np.ceil(ops.m / tm2) * np.ceil(ops.n / tn2) * ops.batch
+        split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, np.minimum(ksteps, fits))
+
+        def matrix_time(tm_, tn_, tiles_, split_):  # waves x (work per tile per split), up to a common factor
+            return np.ceil(tiles_ * split_ / units) * tm_ * tn_ / split_
+
+        better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
+        tm, tn, split = np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
+    return tm, tn, tk, split
+
+
+def default_tiles(chips: Chips, ops: OpTable):
+    """Output tile (T_M, T_N), T_K and split-K from a buffer-filling heuristic (seed 004 §4.3.2, §4.4.2).
+
+    The largest square tile, a multiple of the instruction tile, whose
+    double-buffered working set 2 (T_M T_K + T_K T_N) e + T_M T_N x 4 B fits
+    the local buffer (T_K = 4 k-steps of the instruction), clamped to the
+    padded operator; split-K spreads a too-small grid of tiles over the units,
+    as far as the partial sums fit in L2 (beyond that, split-K would trade
+    idle units for memory traffic). The CP-SAT tile solver replaces this
+    where the exact optimum matters.
+    """
+    N, O = chips.n, len(ops.names)
+    cols = [chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
+            chips.get("matrix.instruction.k", 16)[:, None], chips.get("local_buffer", 0.0)[:, None],
+            chips.total_units[:, None], _psum_capacity(chips)[:, None]]
+    return tuple(np.broadcast_to(x, (N, O)) for x in _tiles(*cols, ops))
+
+
+def _psum_capacity(chips: Chips) -> np.ndarray:
+    """Where split-K partial sums can live on chip: L2, or the SRAM main memory of an SRAM-only chip."""
+    l2 = chips.get("l2", 0.0) * chips["dies"]
+    return np.where(chips.get("memory.kind", 0.0) == 2, np.maximum(l2, chips.get("memory.capacity", 0.0)), l2)
+
+
+# chip inputs the model reads: (name in the block, dotted chip key or a derived name, default)
+_INPUTS = (
+    ("clock", "clock", None), ("units", "_units", None), ("dies", "dies", None),
+    ("ceff", "calibration.compute_efficiency", 1.0), ("beff", "calibration.bandwidth_efficiency", 1.0),
+    ("koh", "calibration.kernel_overhead", 0.0), ("step_oh", "calibration.step_overhead", 0.0),
+    ("im", "matrix.instruction.m", 16), ("inn", "matrix.instruction.n", 16), ("ik", "matrix.instruction.k", 16),
+    ("buf", "local_buffer", 0.0), ("l2", "l2", 0.0), ("bw_raw", "memory.bandwidth", None),
+    ("lat", "memory_system.latency", 0.0), ("inflight", "memory_system.outstanding", 0.0),
+    ("txn", "memory_system.transaction", 128.0),
+    ("vfpc", "vector.flops_per_cycle", 0.0), ("xpc", "vector.exp_per_cycle", 0.0),
+    ("e_mem", "energy.memory", 0.0), ("e_l2", "energy.l2", 0.0), ("e_loc", "energy.local", 0.0),
+    ("e_vec", "energy.vector_flop", 0.0), ("static", "power.static", 0.0), ("tdp", "tdp", np.inf),
+    ("vscale", "power.voltage_scaling", 1.0), ("cap", "memory.capacity", None),
+    ("nsys", "system.chips", 1.0), ("link_bw", "links.scale_up.rate", np.nan),
+    ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
+    ("pipe", "system.pipeline", 0.0),
+)
+
+#: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
+_SYSTEM_SCALED = ("units", "bw_raw", "cap", "static", "tdp", "l2")
+#: ... and those that add up under pipeline parallelism too (each chip runs its layers at its own rates).
+_PIPELINE_SCALED = ("cap", "static", "tdp")
+
+
+def _column(a: np.ndarray) -> np.ndarray:
+    """(1, 1) when every point has the same value, else (N, 1)."""
+    if a.shape[0] and a[0] == a[-1] and (a == a[0]).all():
+        return a[:1, None]
+    return a[:, None]
+
+
+@dataclass(frozen=True)
+class ChipColumns:
+    """The chip inputs the evaluator reads, each (1, 1) (the same for every point) or (N, 1).
+
+    ``values`` holds the scalar inputs of :data:`_INPUTS` (and ``psum``, where split-K
+    partial sums can live); ``fpc`` / ``ef`` the matrix rate and J/FLOP per operator
+    format; ``causal`` the padded FLOPs of causal attention operators by column;
+    ``rom_bw`` / ``rom_e`` a weight ROM's bandwidth and J/B (None without one).
+    """
+
+    values: dict[str, np.ndarray]
+    fpc: dict[str, np.ndarray]
+    ef: dict[str, np.ndarray]
+    causal: dict[int, np.ndarray]
+    rom_bw: np.ndarray | None = None
+    rom_e: np.ndarray | None = None
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def rows(self, s: int, e: int) -> "ChipColumns":
+        """Points s..e (a (1, 1) column stays as it is)."""
+        def cut(d):
+            return {k: (v if v.shape[0] == 1 else v[s:e]) for k, v in d.items()}
+
+        def one(v):
+            return v if v is None or v.shape[0] == 1 else v[s:e]
+
+        return ChipColumns(cut(self.values), cut(self.fpc), cut(self.ef), cut(self.causal),
+                           one(self.rom_bw), one(self.rom_e))
+
+
+def _chip_columns(chips: Chips, ops: OpTable, rom=None) -> ChipColumns:
+    cols = {}
+    for name, key, default in _INPUTS:
+        if key == "_units":
+            a = chips.total_units
+        elif default is None:
+            a = chips[key]
+        else:
+            a = chips.get(key, default)
+        cols[name] = _column(np.asarray(a, dtype=float))
+    cols["psum"] = _column(_psum_capacity(chips))
+    if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + a ring
+        tensor = cols["pipe"] < 0.5
+        for name in _SYSTEM_SCALED:
+            scaled = name in _PIPELINE_SCALED
+            cols[name] = cols[name] * np.where(tensor | scaled, cols["nsys"], 1.0)
+        cols["psum"] = cols["psum"] * np.where(tensor, cols["nsys"], 1.0)
+    # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
+    fpc_cols, ef_cols = {}, {}
+    for fmt in sorted(set(ops.formats)):
+        r, e = _format_rate(chips, fmt)
+        fpc_cols[fmt], ef_cols[fmt] = _column(r), _column(e)
+    # causal attention: padded FLOPs of the visible tiles, per distinct instruction shape
+    im, inn, ik = cols["im"][:, 0], cols["inn"][:, 0], cols["ik"][:, 0]
+    causal = {col: np.asarray(op.padded_flops(im, inn, ik), dtype=float).reshape(-1, 1)
+              for col, op in ops.causal_ops}
+    rom_bw = rom_e = None
+    if rom is not None:
+        n = chips.n
+        rom_bw = _column(np.broadcast_to(np.asarray(rom[0], dtype=float), (n,)))
+        rom_e = _column(np.broadcast_to(np.asarray(rom[1], dtype=float), (n,)))
+    return ChipColumns(cols, fpc_cols, ef_cols, causal, rom_bw, rom_e)
+
+
+def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
+    """(rows, O) or (1, O) array of a per-format column."""
+    fmts = ops.formats
+    if len(per_fmt) == 1:
+        (v,) = per_fmt.values()
+        return np.broadcast_to(v, (v.shape[0], len(fmts)))
+    rows = max(v.shape[0] for v in per_fmt.values())
+    out = np.empty((rows, len(fmts)))
+    for fmt, v in per_fmt.items():
+        out[:, [i for i, f in enumerate(fmts) if f == fmt]] = v
+    return out
+
+
+def _sum(x, cnt):
+    """sum over operators of x x count: (rows, O) -> (rows,)."""
+    return np.atleast_2d(x * cnt).sum(axis=1)
+
+
+#: Lowest sustained clock modelled (fraction of peak); below it the design breaks its TDP.
+MIN_CLOCK_RATIO = 0.05
+
+
+def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
+    """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
+    clock, units, ceff = c.clock, c.units, c.ceff
+    fpc = _by_format(c.fpc, ops)
+    e_flop = _by_format(c.ef, ops)
+    im, inn, ik = c.im, c.inn, c.ik
+    l2 = c.l2 * c.dies
+
+    # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
+    if tiles is None:
+        tm, tn, tk, split = _tiles(im, inn, ik, c.buf, units, c.psum, ops)
+    else:
+        tm, tn, tk, split = tiles
+    g = ops.is_gemm
+    # the kernel puts the GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS
+    # libraries do for skinny products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)
+    mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
+    padded_flops = np.where(g, 2.0 * mn * _pad(ops.k, ik) * ops.batch, ops.flops)
+    if ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
+        causal = c.causal
+        rows = max(padded_flops.shape[0], *(v.shape[0] for v in causal.values()))
+        padded_flops = np.array(np.broadcast_to(padded_flops, (rows, padded_flops.shape[1])))
+        for col, v in causal.items():
+            padded_flops[:, col] = v[:, 0]
+    tiles_out = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
+    work_items = tiles_out * split
+    waves = np.ceil(work_items / units)
+    wave_eff = np.where(g, work_items / np.maximum(waves * units, 1), 1.0)
+    rate = units * fpc * clock  # FLOP/s at peak clock
+
+    # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
+    # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
+    kk = np.maximum(ops.k, 1.0)
+    t2 = np.maximum(np.floor(l2 / (2.0 * kk * (ops.ea + ops.eb))), 1.0)  # rows (cols) of an L2-resident panel
+    rA = np.where(g & (ops.a_bytes > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
+    rB = np.where(g & (ops.b_bytes > l2), np.ceil(ops.m / np.maximum(tm, t2)), 1.0)
+    a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
+    c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
+    bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
+    # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)
+    bytes_w = ops.weight_bytes * rB
+    bytes_kv = ops.kv_bytes * rB
+    # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
+    bytes_comp = a_mem + ops.b_bytes + c_mem
+    rom = (c.rom_bw, c.rom_e) if c.rom_bw is not None else None
+    if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
+        bytes_mem = bytes_mem - bytes_w
+        bytes_comp = bytes_comp - ops.weight_bytes
+    bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm),
+                         ops.a_bytes + ops.b_bytes) + ops.c_bytes
+    # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
+    # fit there, else through memory
+    partial = np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
+    if tiles is not None:  # (the default split keeps them in L2)
+        bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
+    bytes_req = bytes_req + partial
+
+    # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
+    bw = c.bw_raw * c.beff
+    lat, inflight, txn = c.lat, c.inflight, c.txn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where((lat > 0) & (inflight > 0), inflight * txn / lat, np.inf)
+    bw_eff = np.minimum(bw, cap)
+    t_memory = bytes_mem / bw_eff
+    t_comp = bytes_comp / bw_eff
+    if rom is not None:  # two interfaces read at the same time: the slower one sets the time (seed 004 §4.7.3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_memory = np.maximum(t_memory, np.where(bytes_w > 0, bytes_w / rom[0], 0.0))
+            t_comp = np.maximum(t_comp, np.where(ops.weight_bytes > 0, ops.weight_bytes / rom[0], 0.0))
+
+    # ---- vector unit (softmax, norms, activations)
+    vrate = units * c.vfpc * clock
+    xrate = units * c.xpc * clock
+    if (vrate > 0).all() and (xrate > 0).all():  # (0 work / a rate = 0)
+        t_vector = ops.vector_flops / vrate + ops.exps / xrate
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_vector = (np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0)
+                        + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
+        t_vector = np.where(np.isfinite(t_vector), t_vector,
+                            np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
+
+    # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
+    e_mem = c.e_mem
+    local_bytes = np.where(g, tiles_out * ops.k * (tm + tn) * np.maximum(ops.ea, ops.eb), 0.0)
+    cnt = ops.count
+    E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * c.e_vec \
+        + local_bytes * c.e_loc + bytes_req * c.e_l2
+    E_mem_op = bytes_mem * e_mem
+    e_w = e_mem if rom is None else rom[1]
+    if rom is not None:
+        E_mem_op = E_mem_op + bytes_w * e_w
+
+    # ---- power ceiling: sustained clock per operator (seed 004 §4.1.3). While an operator runs, the chip
+    # draws static power + its memory traffic's power + the compute units' power; at the peak clock the
+    # compute units draw E_compute / (time the matrix unit is busy). When that exceeds TDP - static -
+    # memory power, the clock falls: in proportion at fixed voltage, as the cube root when the voltage
+    # scales (P ~ f V^2 ~ f^3). This is the seed's b = (TDP - P_mem) / F_peak vs e, operator by operator,
+    # so an operator's throttling does not depend on the tiles of another (the CP-SAT tile optimum per
+    # operator stays the workload's optimum). A clock below MIN_CLOCK_RATIO of peak is held there: such a
+    # design breaks its TDP (peak_power_w > tdp), which the tdp constraint reports.
+    static, tdp = c.static, c.tdp
+    pf_cnt = padded_flops * cnt
+    tot_padded = pf_cnt.sum(axis=1, keepdims=True)
+    E_compute = _sum(E_compute_op, cnt)
+    peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the peak clock
+        t_m1 = np.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
+        t_busy1 = np.maximum(np.maximum(t_m1, t_vector), t_memory)
+        p_mem_op = np.where(t_busy1 > 0, E_mem_op / t_busy1, 0.0)
+        busy_c = np.maximum(np.maximum(t_c1, t_vector), t_memory)
+        p_comp_op = np.where(busy_c > 0, E_compute_op / busy_c, 0.0)
+    vs = c.vscale > 0.5
+    cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(tdp - static - p_mem_op, p_comp_op, vs), 1.0)
+    cr = np.maximum(cr, MIN_CLOCK_RATIO)
+    cr = np.where(np.isfinite(cr), cr, 1.0)
+
+    sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
+    if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
+        t_matrix = padded_flops / sustained
+        t_matrix_ideal = ops.flops / rate
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_matrix = np.where(padded_flops > 0, padded_flops / sustained, 0.0)
+            t_matrix_ideal = np.where(ops.flops > 0, ops.flops / rate, 0.0)
+        t_matrix = np.where(np.isfinite(t_matrix), t_matrix, np.inf)
+    t_vector = t_vector / cr
+
+    koh = c.koh
+    t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
+    # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
+    # takes the longer of the device's busy time and the host's launch time for all its kernels
+    t_op = t_busy
+    # bound: the first resource with the largest time (matrix, vector, memory)
+    bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
+    # the sustained clock reported per point: the FLOP-weighted mean of the operators' clocks
+    cr_point = np.where(tot_padded > 0, (cr * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0),
+                        cr.min(axis=1, keepdims=True))
+
+    step_oh = c.step_oh[:, 0]
+    tw = t_op * cnt
+    launches = (koh * cnt).sum(axis=1)
+    device = tw.sum(axis=1)
+    # tensor parallelism: ring all-reduce of the partial outputs after each reducing operator, a dependent
+    # stage after it (seed 004 §4.5.3: T = alpha + V/R per step; 2 (p - 1) steps of V/p per all-reduce)
+    p_sys = c.nsys[:, 0]
+    pipe = c.pipe[:, 0] > 0.5
+    reduce_bytes = info.allreduce_bytes
+    hop_bytes = info.hop_bytes  # activations handed from one pipeline stage to the next
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_ring = info.allreduces * 2 * (p_sys - 1) * c.link_alpha[:, 0] \
+            + 2 * (p_sys - 1) * reduce_bytes / (p_sys * c.link_bw[:, 0])
+        t_hops = (p_sys - 1) * (c.link_alpha[:, 0] + hop_bytes / c.link_bw[:, 0])
+        t_link = np.where(p_sys > 1, np.where(pipe, t_hops, t_ring), 0.0)
+    t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
+    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes, 2 * (p_sys - 1) * reduce_bytes), 0.0)
+    time_s = np.maximum(device, launches) + step_oh + t_link
+    E_mem = _sum(E_mem_op, cnt) + link_bytes * c.e_link[:, 0]
+    E_static = static[:, 0] * time_s
+    energy = E_compute + E_mem + E_static
+    bytes_mem_tot = _sum(bytes_mem, cnt)
+    bytes_w_tot = _sum(bytes_w, cnt)
+    bytes_kv_tot = _sum(bytes_kv, cnt)
+    # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
+    bw1 = bw_eff[:, 0]
+    if rom is None:
+        t_read = (bytes_w_tot + bytes_kv_tot) / bw1
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
+    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(3)]
+    w = info
+    tokens, flops = w.tokens, w.flops
+    cr1 = cr_point[:, 0]
+    peak_fmt = peak_main[:, 0]
+    out = {
+        "time_s": time_s,
+        "time_per_token_s": time_s / tokens,
+        "tokens_per_s": tokens / time_s,
+        "ttft_s": time_s if w.phase == "prefill" else _NAN,
+        "t_matrix_s": _sum(t_matrix, cnt),
+        "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
+        "t_vector_s": _sum(t_vector, cnt),
+        "t_memory_s": _sum(t_memory, cnt),
+        "t_memory_compulsory_s": _sum(t_comp, cnt),
+        "t_read_s": t_read,
+        "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
+        "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
+        "t_link_s": t_link,
+        "system_chips": p_sys,
+        "time_matrix_bound_s": t_bound[0],
+        "time_vector_bound_s": t_bound[1],
+        "time_memory_bound_s": t_bound[2],
+        "flops": np.array([flops]),
+        "padded_flops": pf_cnt.sum(axis=1),
+        "bytes_memory": bytes_mem_tot,
+        "bytes_requested": _sum(bytes_req, cnt),
+        "bytes_weights": bytes_w_tot,
+        "bytes_kv": bytes_kv_tot,
+        "bytes_compulsory": _sum(bytes_comp, cnt),
+        "energy_j": energy,
+        "energy_memory_j": E_mem,
+        "energy_compute_j": E_compute,
+        "energy_static_j": E_static,
+        "energy_weights_j": bytes_w_tot * e_w[:, 0],
+        "energy_kv_j": bytes_kv_tot * e_mem[:, 0],
+        "energy_per_token_j": energy / tokens,
+        "power_w": pw.average_power(energy, time_s),
+        "clock_ratio": cr1,
+        "sustained_clock_hz": clock[:, 0] * cr1,
+        "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
+    }
+    # the highest power any operator draws at the sustained clock, and the chip's limit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        op_power = np.where(t_op > 0, (E_compute_op + E_mem_op) / t_op, 0.0)
+    out["peak_power_w"] = static[:, 0] + op_power.max(axis=1)
+    out["tdp"] = tdp[:, 0]
+    out["quant_error"] = np.array([w.quant_error])
+    out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
+    # bound: the resource whose operators took the most time (first of matrix, vector, memory on a tie)
+    out["bound_code"] = np.where(t_bound[0] >= np.maximum(t_bound[1], t_bound[2]), 0,
+                                 np.where(t_bound[1] >= t_bound[2], 1, 2))
+    # capacity (seed 004 §4.3.1)
+    cap_bytes = c.cap[:, 0]
+    resident = w.resident
+    out["resident_bytes"] = np.array([resident])
+    out["capacity_bytes"] = cap_bytes
+    out["fits"] = resident <= cap_bytes
+    out["max_batch"] = _max_batch(w.workload, cap_bytes, weights_resident=rom is None)
+    ops_out = None
+    if want_ops:
+        ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
+                           t_matrix_ideal=t_matrix_ideal, t_memory_compulsory=t_comp,
+                           bytes_memory=bytes_mem, bytes_compulsory=bytes_comp, padded_flops=padded_flops,
+                           tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op)
+    return out, ops_out
+
+
+_NAN = np.array([np.nan])
+
+#: The per-operator arrays of :class:`OperatorBreakdown`, (N, O) each.
+_OP_FIELDS = ("t_op", "t_matrix", "t_vector", "t_memory", "t_matrix_ideal", "t_memory_compulsory", "bytes_memory",
+              "bytes_compulsory", "padded_flops", "energy", "tm", "tn", "split", "bound")
+
+
+@dataclass(frozen=True)
+class OperatorBreakdown:
+    """One workload's per-operator figures for N points: (N, O) arrays, per instance of the operator.
+
+    ``t_*`` in s; ``bytes_*`` in B; ``energy`` in J; ``tm``/``tn``/``split`` the tiles;
+    ``bound`` the index of the resource in :data:`BOUND_NAMES`; ``count`` instances of each operator.
+    """
+
+    workload: str
+    names: tuple[str, ...]
+    count: np.ndarray
+    t_op: np.ndarray
+    t_matrix: np.ndarray
+    t_vector: np.ndarray
+    t_memory: np.ndarray
+    t_matrix_ideal: np.ndarray
+    t_memory_compulsory: np.ndarray
+    bytes_memory: np.ndarray
+    bytes_compulsory: np.ndarray
+    padded_flops: np.ndarray
+    energy: np.ndarray
+    tm: np.ndarray
+    tn: np.ndarray
+    split: np.ndarray
+    bound: np.ndarray
+
+    def frame(self, chip_names) -> pd.DataFrame:
+        """One row per point and operator (times per instance, in s)."""
+        N, O = self.t_op.shape
+        rows = {
+            "point": np.repeat(np.arange(N), O),
+            "chip": np.repeat(np.array(list(chip_names), dtype=object), O),
+            "workload": self.workload,
+            "op": np.tile(np.array(self.names, dtype=object), N),
+            "count": np.tile(self.count, N),
+        }
+        for key in _OP_FIELDS[:-1]:
+            rows[key + "_s" if key.startswith("t_") else key] = np.asarray(getattr(self, key)).reshape(-1)
+        rows["bound"] = BOUND_NAMES[np.asarray(self.bound).reshape(-1).astype(int)]
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class WorkloadMetrics:
+    """The evaluator's answer for one workload: (N,) metric arrays and, when asked, the operators."""
+
+    workload: str
+    phase: str
+    columns: dict[str, np.ndarray]
+    operators: OperatorBreakdown | None = None
+
+
+def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = False,
+                      fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
+                      rom_energy_per_byte=0.0) -> WorkloadMetrics:
+    """Metrics of N points on one workload as (N,) arrays (the fast path). See module docstring.
+
+    ``weights_in_rom``: the what-if of seed 004 §4.7.3 -- the weights sit in a
+    separate read-only memory of ``rom_bandwidth`` B/s (default unlimited) and
+    ``rom_energy_per_byte`` J/B (scalars or (N,) arrays); main memory then
+    carries the KV cache and activations only, each operator's memory time is
+    the slower of the two interfaces, and the weights take no main-memory
+    capacity (``resident_bytes``, ``fits``, ``max_batch``).
+    """
+    ops = op_table(workload, fused_attention)
+    N, O = chips.n, len(ops.names)
+    cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None)
+    info = workload_info(workload, ops)
+    if weights_in_rom:
+        info = dataclasses.replace(info, resident=info.resident - float(workload.weight_resident_bytes))
+    if tiles is not None:
+        tiles = tuple(_column2(np.asarray(x, dtype=float), N, O) for x in tiles)
+    block = max(1, _BLOCK_ELEMENTS // max(O, 1))
+    op_arrays = None
+    if N <= block:
+        r, r_ops = _evaluate_block(cols, ops, tiles, info, breakdown)
+        out = {k: (v if v.shape[0] == N else np.full(N, v[0], dtype=v.dtype)) for k, v in r.items()}
+        if breakdown:
+            op_arrays = {k: np.broadcast_to(v, (N, O)) for k, v in r_ops.items()}
+    else:  # block by block, each block's results written into the (N,) outputs while still in cache
+        out = None
+        for s in range(0, N, block):
+            e = min(N, s + block)
+            t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
+            r, r_ops = _evaluate_block(cols.rows(s, e), ops, t, info, breakdown)
+            if out is None:
+                out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items()}
+                if breakdown:
+                    op_arrays = {k: np.empty((N, O), dtype=np.asarray(v).dtype) for k, v in r_ops.items()}
+            for k, v in r.items():
+                out[k][s:e] = v
+            if breakdown:
+                for k, v in r_ops.items():
+                    op_arrays[k][s:e] = v
+    # the chip's own arrays (no copy), for a system of several chips their sum
+    nsys = chips.get("system.chips", 1.0)  # capacity and TDP add up under tensor and pipeline parallelism
+    out["tdp"] = chips.get("tdp", np.inf) * nsys if np.any(nsys != 1) else chips.get("tdp", np.inf)
+    out["capacity_bytes"] = chips.memory_capacity * nsys if np.any(nsys != 1) else chips.memory_capacity
+    breakdown_rec = None
+    if breakdown:
+        breakdown_rec = OperatorBreakdown(workload=workload.name, names=ops.names, count=ops.count,
+                                          **{k: op_arrays[k] for k in _OP_FIELDS})
+    return WorkloadMetrics(workload.name, workload.phase, out, breakdown_rec)
+
+
+def evaluate_arrays(chips: Chips, workload, **options) -> dict[str, np.ndarray]:
+    """The (N,) metric arrays of :func:`evaluate_workload` (no breakdown)."""
+    return evaluate_workload(chips, workload, **options).columns
+
+
+#: Operators whose outputs are partial sums under tensor parallelism (row-parallel: all-reduced after).
+ALLREDUCE_AFTER = ("o_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """Per-workload constants of one evaluation (built once per workload)."""
+
+    workload: object
+    phase: str
+    tokens: float
+    flops: float
+    resident: float
+    quant_error: float
+    allreduces: float  # all-reduces per step under tensor parallelism
+    allreduce_bytes: float  # bytes all-reduced per step
+    hop_bytes: float  # activations handed from one pipeline stage to the next
+
+
+def workload_info(workload, ops: OpTable) -> WorkloadInfo:
+    red = [i for i, name in enumerate(ops.names) if name in ALLREDUCE_AFTER or name.endswith(ALLREDUCE_AFTER)]
+    return WorkloadInfo(
+        workload=workload, phase=workload.phase, tokens=float(workload.tokens_per_step),
+        flops=float((ops.flops * ops.count).sum()), resident=float(workload.resident_bytes),
+        quant_error=_quant_error(workload),
+        allreduces=float(sum(ops.count[i] for i in red)),
+        allreduce_bytes=float(sum(ops.c_bytes[i] * ops.count[i] for i in red)),
+        hop_bytes=float(max((ops.c_bytes[i] for i in red), default=0.0)),
+    )
+
+
+def _column2(x: np.ndarray, N: int, O: int) -> np.ndarray:
+    """A given tile array as (1, O) when the same for every point, else (N, O)."""
+    x = np.broadcast_to(x, (N, O))
+    if N > 1 and (x == x[:1]).all():
+        return np.array(x[:1])
+    return np.array(x)
+
+
+def _max_batch(workload, capacity, weights_resident: bool = True):
+    """floor((C - W - workspace) / (S x kv per token)) (seed 004 §4.3.1); -1 where the weights alone do not fit.
+
+    ``weights_resident=False``: the weights live in their own memory (ROM, seed 004 §4.7.3), W = 0 here.
+    """
+    kv = float(getattr(workload, "kv_bytes_per_token", 0.0) or 0.0)
+    ctx = float(getattr(workload, "context", 0) or getattr(workload, "tokens", 0) or 0)
+    weights = float(getattr(workload, "weight_resident_bytes", 0.0)) if weights_resident else 0.0
+    fixed = weights + float(getattr(workload, "workspace_bytes", 0.0))
+    if kv <= 0 or ctx <= 0:
+        return np.where(capacity >= fixed, np.inf, -1.0)
+    free = capacity - fixed
+    return np.where(free >= 0, np.floor(free / (ctx * kv)), -1.0)
+
+
+@functools.lru_cache(maxsize=128)
+def _quant_error(workload) -> float:
+    """Largest relative L2 round-trip error over the weight, activation and KV formats (Gaussian data)."""
+
+    f = getattr(workload, "formats", None)
+    if f is None:
+        return 0.0
+    errs = [quant_error(getattr(f, role)) for role in ("weights", "activations", "kv") if getattr(f, role, None)]
+    return float(max(errs)) if errs else 0.0

@@ -1,0 +1,152 @@
+"""One study, end to end: spec -> space -> solver -> results files and reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import DseError, SpecError
+from dse.report import write_reports
+from dse.solvers.grid import GridSolver
+from dse.solvers.optuna_search import OptunaSolver
+from dse.spec.study import StudySpec, load_study
+from dse.study import cpsat as study_cpsat
+from dse.study.distributed import run_workers
+from dse.study.problem import MetricsLog, catalog_points, design_space, make_problem, results_table
+from dse.study.results import write_results
+
+
+class OutputLock:
+    """Refuses a second `dse run` on the same output folder without a shared storage (flock on .lock)."""
+
+    def __init__(self, out: Path):
+        self.path = out / ".lock"
+        self.fh = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(self.path, "w")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.close()
+            raise SpecError(f"{self.path.parent}: another `dse run` is using this output folder; wait for it, "
+                            f"use --out for another folder, or share a --storage URL between workers") from None
+        self.fh.write(str(os.getpid()))
+        self.fh.flush()
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
+    return {
+        "name": spec.name,
+        "question": spec.question,
+        "study_file": str(spec.path),
+        "objectives": [{"name": t.name, "direction": t.direction, "unit": t.unit} for t in spec.objectives],
+        "constraints": [{"name": t.name, "unit": t.unit, "params": dict(t.params)} for t in spec.constraints],
+        "space": [{"name": e.name, "kind": e.kind, "low": e.low, "high": e.high,
+                   "choices": [str(c) for c in e.choices], "unit": e.dimension} for e in spec.space],
+        "solver": {k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers", "storage")},
+        "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
+        "base_chip": spec.base_name,
+        "n_trials": int(result.n_evaluated),
+        "n_feasible": int(result.n_feasible),
+        "status": result.status,
+        "message": result.message,
+        "seed": spec.solver.seed,
+        "elapsed_s": round(elapsed, 3),
+    }
+
+
+def run_study(path, *, trials: int | None = None, workers: int | None = None, storage: str | None = None,
+              seed: int | None = None, out: str | Path | None = None, progress: bool = False,
+              write: bool = True) -> pd.DataFrame:
+    """Run a study file; returns the results table (and writes the results folder)."""
+    spec = load_study(path)
+    s = spec.solver
+    s = dataclasses.replace(s, trials=trials or s.trials, workers=workers or s.workers,
+                            storage=storage if storage is not None else s.storage,
+                            seed=seed if seed is not None else s.seed)
+    spec = dataclasses.replace(spec, solver=s, output=Path(out) if out else spec.output)
+    if s.method in ("cpsat_tiles", "cpsat_split"):  # exact sub-problems: their own tables and reports
+        run = study_cpsat.run_tiles if s.method == "cpsat_tiles" else study_cpsat.run_split
+        try:
+            return run(spec, Path(spec.output), write=write)
+        except DseError as e:  # name the study: the solver's message is about its data, not a file position
+            msg = str(e)
+            raise type(e)(msg if msg.startswith(str(spec.path)) else f"{spec.path}: {msg}") from None
+    log = MetricsLog(design_space(spec).names)
+    problem = make_problem(spec, log)
+    t0 = time.perf_counter()
+    out_dir = spec.output
+    lock = OutputLock(out_dir) if s.storage is None else _NoLock()
+    with lock:
+        storage_url = s.storage or str(out_dir / "study.journal")
+        bar = _Progress(s.trials, problem) if progress else None
+        if s.method == "grid":
+            solver = GridSolver(problem, seed=s.seed, budget=s.trials, resolution=s.resolution)
+        else:
+            solver = OptunaSolver(problem, seed=s.seed, budget=s.trials, method=s.method, batch=s.batch,
+                                  storage=storage_url, study_name=spec.name, population=s.population,
+                                  progress=bar.update if bar else None)
+        try:
+            if s.method != "grid" and (s.workers > 1 or s.storage is not None):  # shared storage: dse.study.distributed
+                run_workers(spec, storage_url, bar=bar.bar if bar else None)
+            result = solver.run()
+        finally:
+            if bar:
+                bar.close()
+        table = results_table(spec, result, problem, log)
+        meta = meta_of(spec, problem, result, time.perf_counter() - t0)
+        if write:
+            cat = catalog_points(spec)
+            write_results(out_dir, table, meta, cat)
+            write_reports(out_dir, table, meta, cat)
+        result.require_feasible()  # no feasible point: the report is written, the CLI exits 2 naming the cause
+    return table
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Progress:
+    """tqdm bar with the best value so far of each objective among feasible points."""
+
+    def __init__(self, total: int, problem):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="design", dynamic_ncols=True)
+        self.problem = problem
+
+    def update(self, k: int, solver) -> None:
+        best = []
+        batches = solver._batches
+        if batches:
+            F = np.concatenate([b[1] for b in batches])
+            G = np.concatenate([b[2] for b in batches])
+            ok = np.all(G <= 0, axis=1) if G.size else np.ones(len(F), bool)
+            if ok.any():
+                for j, (name, d) in enumerate(zip(self.problem.objective_names, self.problem.directions)):
+                    col = F[ok, j]
+                    best.append(f"{name[4:]}={(col.min() if d == 'minimize' else col.max()):.4g}")
+        self.bar.set_postfix_str(" ".join(best) or "no feasible design yet")
+        self.bar.n = solver.n_evaluated
+        self.bar.refresh()
+
+    def close(self):
+        self.bar.close()
