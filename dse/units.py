@@ -12,6 +12,7 @@ because every chip figure is quoted that way):
     length       millimetre   (area: mm^2)
     work         FLOP         (a multiply-add counts 2; "op" is the same unit)
     money        US dollar
+    voltage      volt
 
 Why not pint: dse needs ~25 units, strict dimension checks and two prefix
 families (SI and IEC). A 150-line table is exact about GB vs GiB and Gb vs GB,
@@ -27,15 +28,15 @@ from dataclasses import dataclass
 
 from dse.errors import UnitError
 
-# Dimension: exponents over (byte, second, joule, mm, flop, usd)
-_BASES = ("byte", "s", "J", "mm", "flop", "usd")
-Dim = tuple[int, int, int, int, int, int]
+# Dimension: exponents over (byte, second, joule, mm, flop, usd, volt)
+_BASES = ("byte", "s", "J", "mm", "flop", "usd", "V")
+Dim = tuple[int, int, int, int, int, int, int]
 
-DIMENSIONLESS: Dim = (0, 0, 0, 0, 0, 0)
+DIMENSIONLESS: Dim = (0, 0, 0, 0, 0, 0, 0)
 
 
-def _d(byte=0, s=0, J=0, mm=0, flop=0, usd=0) -> Dim:  # noqa: N803 - unit symbols
-    return (byte, s, J, mm, flop, usd)
+def _d(byte=0, s=0, J=0, mm=0, flop=0, usd=0, V=0) -> Dim:  # noqa: N803 - unit symbols
+    return (byte, s, J, mm, flop, usd, V)
 
 
 # Named dimensions used by specs (the names appear in error messages).
@@ -62,6 +63,8 @@ DIMENSIONS: dict[str, Dim] = {
     "defect_density": _d(mm=-2),
     "energy_per_flop_area": _d(J=1, flop=-1),
     "money_per_energy": _d(usd=1, J=-1),
+    "voltage": _d(V=1),
+    "energy_per_area": _d(J=1, mm=-2),  # e.g. clock-tree energy per cycle per mm^2 of logic
     "throughput": _d(s=-1),  # tokens (or requests) per second: "10000 tokens/s"
 }
 
@@ -87,6 +90,7 @@ _UNITS: dict[str, tuple[float, Dim, bool]] = {
     "J": (1.0, _d(J=1), True),
     "W": (1.0, _d(J=1, s=-1), True),
     "Wh": (3600.0, _d(J=1), True),
+    "V": (1.0, _d(V=1), True),
     "m": (1000.0, _d(mm=1), True),
     "FLOP": (1.0, _d(flop=1), True),
     "FLOPs": (1.0, _d(flop=1), True),
@@ -252,6 +256,7 @@ _DISPLAY = {
     "flops": [(1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1, "FLOP")],
     "area": [(1, "mm^2")],
     "money": [(1, "$")],
+    "voltage": [(1, "V"), (1e-3, "mV")],
 }
 
 
