@@ -26,6 +26,8 @@ import numpy as np
 import pytest
 
 from dse import calibrate as cal
+from dse.calibrate.fit import _resolve_chip
+from dse.calibrate.problem import _Problem
 from dse.cli import main
 from dse.errors import DseError, SpecError
 from dse.model.evaluator import evaluate_arrays
@@ -391,8 +393,8 @@ def test_kernel_overhead_is_linear_only_when_launches_add(monkeypatch, rows):
     import dse.model.evaluator as ev
 
     mine = [m for m in rows if m.chip == "rtx-pro-6000"]
-    base = cal._resolve_chip("rtx-pro-6000")[0]
-    prob = cal._Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
+    base = _resolve_chip("rtx-pro-6000")[0]
+    prob = _Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
     assert set(prob.linear()) == {"step_overhead"}
 
     original = join.evaluate_workload
@@ -408,7 +410,7 @@ def test_kernel_overhead_is_linear_only_when_launches_add(monkeypatch, rows):
         return out
 
     monkeypatch.setattr(join, "evaluate_workload", additive)
-    prob = cal._Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
+    prob = _Problem(base, mine, cal.KNOBS[1:], {"compute_efficiency": 1.0})
     assert set(prob.linear()) == {"kernel_overhead", "step_overhead"}
     truth = {"compute_efficiency": 1.0, "bandwidth_efficiency": 0.6, "kernel_overhead": 20e-6, "step_overhead": 3e-6}
     from dse.hardware import with_overrides
