@@ -13,7 +13,7 @@ import pytest
 from dse import report
 from dse.errors import SpecError
 from dse.pareto import non_dominated_sort
-from dse.study.results import read_results, write_results
+from dse.study.results import format_value, read_results, write_results
 
 OBJECTIVES = ["latency_per_token", "energy_per_token", "die_area"]
 PARAMS = ["p.hbm.stacks", "p.precision", "p.clock"]
@@ -201,7 +201,7 @@ def test_no_feasible_design_names_the_worst_constraint(tmp_path):
     assert "No feasible design among 40 evaluated designs" in md
     worst = table["con.tdp"].max()
     assert "constraint that rejected the most is **tdp**: 40 of 40 designs (100%)" in md
-    assert f"by up to {report.format_value(worst, 'W')}" in md
+    assert f"by up to {format_value(worst, 'W')}" in md
     assert "Closest to feasible: trial" in md
     assert "feasible: **0** (0%)" in md
     assert "report.html" in files and (tmp_path / "plots" / "pareto_latency_per_token__die_area.png").exists()
