@@ -40,7 +40,16 @@ from dse.workload.models import (
 from dse.workload.ops import B_KINDS, KINDS, MATRIX_KINDS, ROLES, Op, attention, gemm
 from dse.workload.phases import DEFAULT_WORKSPACE, decode, prefill
 from dse.workload.routing import ROUTINGS, executed_rows, moe_rows, padded_rows
-from dse.workload.spec import AttentionSpec, GemmSpec, OpSpec, VectorSpec, WorkloadSpec, build, key_values, parse_workload
+from dse.workload.spec import (
+    AttentionSpec,
+    GemmSpec,
+    OpSpec,
+    VectorSpec,
+    WorkloadSpec,
+    build,
+    key_values,
+    parse_workload,
+)
 from dse.workload.step import Workload
 
 __all__ = [
