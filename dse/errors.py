@@ -12,6 +12,19 @@ class DseError(Exception):
     """Root of every error dse raises on purpose."""
 
 
+#: A problem's text is cut to this many characters (a value quoted in a message may be huge: an alias bomb,
+#: a pasted list); the cut says how much was left out.
+MAX_PROBLEM_CHARS = 2000
+#: At most this many problems are listed (the rest are counted).
+MAX_PROBLEMS = 100
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_PROBLEM_CHARS:
+        return text
+    return f"{text[:MAX_PROBLEM_CHARS]}... ({len(text) - MAX_PROBLEM_CHARS:,} more characters)"
+
+
 class SpecError(DseError):
     """A YAML file, a command-line value or an API argument is wrong.
 
@@ -22,7 +35,10 @@ class SpecError(DseError):
     def __init__(self, problems: str | list[str]):
         if isinstance(problems, str):
             problems = [problems]
-        self.problems = list(problems)
+        problems = [_clip(str(p)) for p in problems]
+        if len(problems) > MAX_PROBLEMS:
+            problems = problems[:MAX_PROBLEMS] + [f"... and {len(problems) - MAX_PROBLEMS} more problems"]
+        self.problems = problems
         super().__init__("\n".join(self.problems))
 
 

@@ -4,10 +4,18 @@
 and lists (``LocDict``/``LocList``) that remember where each key and item was
 written, so a later validation error can say ``study.yaml:12:5 hbm.stacks``.
 Duplicate keys, which PyYAML silently overwrites, are errors here.
+
+Limits (issue 21, hostile files): a file larger than :data:`MAX_BYTES` is
+refused before it is read, and so is anything that is not a regular file
+(a FIFO, ``/dev/zero``); a document whose aliases expand to more than
+:data:`MAX_NODES` nodes (a "billion laughs" bomb) is refused after parsing
+and before anything walks it, in well under a second and a few MB.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import yaml
@@ -15,6 +23,11 @@ import yaml
 from dse.errors import SpecError
 
 Loc = tuple[int, int]  # 1-based line, column
+
+#: The largest YAML file dse reads (chip, study, what-if and workload files are a few kB).
+MAX_BYTES = 4 * 2**20
+#: The most nodes a document may hold once its aliases are expanded.
+MAX_NODES = 200_000
 
 
 class LocDict(dict):
@@ -82,12 +95,41 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+def _expanded_size(node, limit: int) -> int:
+    """Nodes of ``node`` with every alias expanded (memoized per node, so a bomb is sized without expanding it)."""
+    sizes: dict[int, int] = {}
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in sizes:
+            continue
+        kids = []
+        if isinstance(n, yaml.MappingNode):
+            kids = [x for pair in n.value for x in pair]
+        elif isinstance(n, yaml.SequenceNode):
+            kids = list(n.value)
+        if done or not kids:
+            sizes[id(n)] = min(1 + sum(sizes.get(id(k), 0) for k in kids), limit + 1)
+            continue
+        stack.append((n, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(node)]
+
+
 def load_yaml_text(text: str, file: str = "<string>"):
     """Parse YAML text; errors name the file, line and column."""
+    if len(text) > MAX_BYTES:
+        raise SpecError(f"{file}: {len(text):,} characters of YAML; dse reads files up to {MAX_BYTES:,} "
+                        f"(chip, study and what-if files are a few kB)")
     try:
         loader = _Loader(text, file)
         try:
-            data = loader.get_single_data()
+            node = loader.get_single_node()
+            if node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES:
+                line, col = _mark(node)
+                raise SpecError(f"{file}:{line}:{col}: the document expands to more than {MAX_NODES:,} values "
+                                f"through its aliases (&anchor / *alias); write the values out or use fewer aliases")
+            data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
     except SpecError:
@@ -112,7 +154,15 @@ def load_yaml(path) -> object:
     """Read and parse a YAML file (UTF-8). Errors name the file."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            raise SpecError(f"{path}: not a regular file (a pipe, a device or a socket); give a YAML file")
+        if st.st_size > MAX_BYTES:
+            raise SpecError(f"{path}: {st.st_size:,} bytes; dse reads YAML files up to {MAX_BYTES:,} bytes")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except IsADirectoryError:
