@@ -384,10 +384,11 @@ def test_capacity_and_max_batch():
     assert (a8["resident_bytes"] == w8.resident_bytes).all()
     a16 = evaluate_arrays(chips, W.decode("qwen3-8b", batch=1, context=16384))
     assert a16["max_batch"][0] == 2
-    # weights alone larger than the memory: no request fits
+    # weights alone larger than the memory: no request fits (max_batch 0, never negative: dse.model.capacity)
     small = Chips.from_base(load_chip("rtx-4090"), 1, {"dram.capacity": 8e9})
     a = evaluate_arrays(small, w1)
-    assert a["max_batch"][0] == -1 and not a["fits"][0]
+    assert a["max_batch"][0] == 0 and not a["fits"][0]
+    assert w1.max_requests(8e9) == 0  # the workload's own count says the same
     # no KV cache: any number of requests, as long as the weights fit
     assert np.isinf(evaluate_arrays(chips, gemm_wl(16, 16, 16))["max_batch"]).all()
 
@@ -420,3 +421,39 @@ def test_only_the_attention_softmax_is_fused(decode_8k):
             if name in ops.index:
                 op = wl.op(name)
                 assert ops.loc[name, "bytes_memory"] == op.a_bytes + op.c_bytes > 0
+
+
+# ---------------------------------------------------------------- tile working set (the buffer_fit metric)
+
+
+def test_tile_working_set_of_given_tiles():
+    """The largest double-buffered working set of the chosen tiles over the GEMM-like operators.
+
+    H100 (no separate accumulator store), BF16: a 128 x 256 tile with T_K = 64 holds two slots of
+    (128 x 64 + 64 x 256) x 2 B = 48 KiB each plus the 128 x 256 FP32 accumulator (128 KiB): 224 KiB;
+    the 64 x 64 tile of the other GEMM needs 2 x 16 KiB + 16 KiB = 48 KiB; the softmax has no tile.
+    """
+    ops = (W.gemm("big", 512, 512, 512), W.gemm("small", 64, 64, 512))
+    _, softmax, _ = W.attention(8, 8, 64, 16, 16)
+    wl = W.Workload(name="two", phase="ops", ops=ops + (softmax,))
+    tiles = (np.array([[128.0, 64.0, 16.0]]), np.array([[256.0, 64.0, 16.0]]), np.array([[64.0, 64.0, 16.0]]),
+             np.ones((1, 3)))
+    h100 = Chips.from_specs([load_chip("h100")])
+    assert evaluate_arrays(h100, wl, tiles=tiles)["tile_working_set_bytes"][0] == 224 * 1024
+    # a chip with an accumulator store (TPU v1's 4 MiB) keeps the accumulator out of the local buffer
+    tpu = Chips.from_base(load_chip("h100"), 1, {"accumulator": np.array([4.0 * 2**20])})
+    assert evaluate_arrays(tpu, wl, tiles=tiles)["tile_working_set_bytes"][0] == 96 * 1024
+
+
+def test_default_tiles_fit_the_buffer_and_feed_buffer_fit(decode_8k):
+    import constraints.buffer_fit as buffer_fit
+    from dse.evaluate import evaluate_design
+
+    chips = Chips.from_specs([load_chip(n) for n in ("h100", "a100", "rtx-4090", "b200", "mi355x")])
+    m = evaluate_design(chips, [decode_8k, W.prefill("qwen3-8b", batch=1, tokens=2048)])
+    assert (m["tile_working_set_bytes"] > 0).all()
+    assert (buffer_fit.constraint(m) <= 0).all()  # the default tiles are sized to the local buffer
+    # a buffer too small for even the instruction-sized tile violates it by the difference
+    tiny = Chips.from_base(load_chip("h100"), 1, {"local_buffer": np.array([1024.0])})
+    t = evaluate_design(tiny, decode_8k)
+    assert buffer_fit.constraint(t)[0] == t["tile_working_set_bytes"][0] - 1024.0 > 0

@@ -453,38 +453,39 @@ def test_numeric_view_uses_the_tables():
 
 
 # ----------------------------------------------------------------- area calibration
-
-# Physical resources (see processes.yaml calibration note 3): GA100 128 SMs, 48 MB L2, 192 KiB L1/smem,
-# 6 HBM2E PHYs; GH100 144 SMs, 60 MB L2, 256 KiB L1/smem, 6 HBM3 PHYs. Published: 826 and 814 mm^2.
-A100 = dict(units=128, flops_per_cycle={"bf16": 2048, "fp16": 2048, "tf32": 1024, "int8": 4096},
-            local_buffer_bytes=192 * KiB, l2_bytes=48e6, hbm_stacks=6, memory_generation="hbm2e", process="n7")
-H100 = dict(units=144, flops_per_cycle={"bf16": 4096, "fp16": 4096, "tf32": 2048, "fp8_e4m3": 8192, "int8": 8192},
-            local_buffer_bytes=256 * KiB, l2_bytes=60e6, hbm_stacks=6, memory_generation="hbm3", process="n4")
-# N16's unit logic is fitted to V100 (calibration note 5): GV100 84 SMs, 6 MB L2, 128 KiB L1, 4 HBM2.
-V100 = dict(units=84, flops_per_cycle={"fp16": 1024}, local_buffer_bytes=128 * KiB, l2_bytes=6 * MiB,
-            hbm_stacks=4, memory_generation="hbm2", process="n12")
+#
+# The area tables are checked through the area model production runs (dse.model.area.package_area) on
+# the catalog chips, whose files carry the physical resources (processes.yaml calibration note 3): GA100
+# 128 SMs, 48 MB L2 (the disabled slices in its uncore), 6 HBM2E PHYs; GH100 144 SMs, 60 MB L2, 6 HBM3
+# PHYs; GV100 84 SMs. Published: A100 826, H100 814, V100 815 mm^2; TPU v1 <= 331 mm^2 (Jouppi 2017).
 
 
-@pytest.mark.parametrize("chip,published", [(A100, 826), (H100, 814), (V100, 815)], ids=["A100", "H100", "V100"])
+def _die_area(name: str, technology=None) -> float:
+    from dse.hardware import load_chip
+    from dse.model.area import package_area
+
+    return float(package_area(Chips.from_specs([load_chip(name)]), tech=technology).die_area_mm2[0])
+
+
+@pytest.mark.parametrize("chip,published", [("a100-sxm-80gb", 826), ("h100-sxm", 814), ("v100-sxm2", 815)],
+                         ids=["A100", "H100", "V100"])
 def test_die_area_calibration(chip, published):
-    assert tech.die_area_estimate(**chip) == pytest.approx(published, rel=0.10)
+    assert _die_area(chip) == pytest.approx(published, rel=0.10)
 
 
 def test_die_area_calibration_is_tight():
-    # unit_logic_area at N7 / N5 is fitted to A100 / H100 (processes.yaml calibration note 4; the area model's
-    # sum there counts the enabled L2 plus the disabled slices in the chip's uncore, 825.5 and 814.3 mm^2);
-    # this sum with the physical L2 and the node uncore lands within 0.5% of the published 826 / 814
-    assert tech.die_area_estimate(**A100) == pytest.approx(826, rel=0.005)
-    assert tech.die_area_estimate(**H100) == pytest.approx(814, rel=0.005)
+    # unit_logic_area at N7 / N5 is fitted to A100 / H100 (processes.yaml calibration note 4): 825.5 and
+    # 814.3 mm^2, within 0.5% of the published 826 / 814
+    assert _die_area("a100-sxm-80gb") == pytest.approx(826, rel=0.005)
+    assert _die_area("h100-sxm") == pytest.approx(814, rel=0.005)
 
 
 def test_tpu_v1_cross_check():
     # not fitted: TPU v1 (28 nm, <= 331 mm^2), 65,536 INT8 MACs, 24 MiB UB + 4 MiB accumulators, 2 DDR3 channels
-    area = tech.die_area_estimate(1, {"int8": 131072}, 28 * MiB, 0, 2, "ddr3", "n28")
-    assert 0.85 * 331 <= area <= 1.05 * 331
+    assert 0.85 * 331 <= _die_area("tpu-v1") <= 1.05 * 331
 
 
 def test_die_area_follows_overrides():
     t2 = tech.overridden({"processes": {"n7": {"unit_logic_area": "5 mm^2"}}})
-    more = 128 * (5 - tech.process("n7").unit_logic_area)
-    assert tech.die_area_estimate(**A100, tech=t2) == pytest.approx(tech.die_area_estimate(**A100) + more)
+    more = 128 * (5 - tech.process("n7").unit_logic_area)  # 128 physical SMs on the A100 die
+    assert _die_area("a100-sxm-80gb", t2) == pytest.approx(_die_area("a100-sxm-80gb") + more)

@@ -10,9 +10,6 @@ import numpy as np
 
 from dse.errors import SpecError
 
-#: Relative slack before ceil/floor so that float noise (7000.000000000001) does not round up.
-ROUND_TOL = 1e-9
-
 
 def scalar_or_array(x):
     """0-d arrays become Python floats; arrays stay arrays."""
@@ -33,15 +30,3 @@ def checked(name: str, value, *, positive: bool = False) -> np.ndarray:
     if not positive and np.any(a < 0):
         raise SpecError(f"{name}: must be >= 0, got {value!r}")
     return a
-
-
-def ceil_tol(x):
-    """Ceiling that ignores float noise below a relative 1e-9."""
-    x = np.asarray(x, dtype=float)
-    return np.ceil(x - ROUND_TOL * np.abs(x))
-
-
-def floor_tol(x):
-    """Floor that ignores float noise below a relative 1e-9."""
-    x = np.asarray(x, dtype=float)
-    return np.floor(x + ROUND_TOL * np.abs(x))

@@ -41,7 +41,9 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware import Chips
-from dse.model import power as pw
+from dse.model import capacity as cap_rules, links, power as pw, tiling
+from dse.model.power import MIN_CLOCK_RATIO
+from dse.model.tiling import pad_core as _pad
 from dse.precision import get_format, quant_error
 
 RESOURCES = ("matrix", "vector", "memory")
@@ -79,7 +81,11 @@ class OpTable:
     ea: np.ndarray  # bytes per element of A, B, C
     eb: np.ndarray
     ec: np.ndarray
+    emax: np.ndarray  # the wider of A's and B's element sizes (default tiles, local-buffer bytes)
     is_gemm: np.ndarray
+    a_gemm: np.ndarray  # A and B bytes of GEMM-like operators, 0 for the others (L2-panel re-reads)
+    b_gemm: np.ndarray
+    gemm_cols: np.ndarray  # indices of the GEMM-like operators
     on_chip_a: np.ndarray  # operand A / output C stay on chip (fused attention: scores, probabilities)
     on_chip_c: np.ndarray
     causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
@@ -95,6 +101,9 @@ def op_table(workload, fused: bool = True) -> OpTable:
         return np.array([float(getattr(o, attr, default) or 0.0) for o in ops], dtype=float)
 
     m, n, k = arr("m"), arr("n"), arr("k")
+    ea, eb = arr("elem_bytes_a", 2.0), arr("elem_bytes_b", 2.0)
+    a_bytes, b_bytes = arr("a_bytes"), arr("b_bytes")
+    is_gemm = (m > 0) & (n > 0) & (k > 0)
     kinds = [o.kind for o in ops]
     # the softmax of an attention block (QK, softmax, PV in a row; not the router's or the sampler's)
     attn_softmax = [0 < i < len(ops) - 1 and kind == "softmax" and kinds[i - 1] == "attention_qk"
@@ -107,11 +116,12 @@ def op_table(workload, fused: bool = True) -> OpTable:
         m=m, n=n, k=k,
         batch=np.maximum(arr("batch", 1.0), 1.0),
         flops=arr("flops"),
-        a_bytes=arr("a_bytes"), b_bytes=arr("b_bytes"), c_bytes=arr("c_bytes"),
+        a_bytes=a_bytes, b_bytes=b_bytes, c_bytes=arr("c_bytes"),
         weight_bytes=arr("weight_bytes"), kv_bytes=arr("kv_bytes"),
         vector_flops=arr("vector_flops"), exps=arr("exps"),
-        ea=arr("elem_bytes_a", 2.0), eb=arr("elem_bytes_b", 2.0), ec=arr("elem_bytes_c", 2.0),
-        is_gemm=(m > 0) & (n > 0) & (k > 0),
+        ea=ea, eb=eb, ec=arr("elem_bytes_c", 2.0), emax=np.maximum(ea, eb),
+        is_gemm=is_gemm, a_gemm=np.where(is_gemm, a_bytes, 0.0), b_gemm=np.where(is_gemm, b_bytes, 0.0),
+        gemm_cols=np.flatnonzero(is_gemm),
         on_chip_a=np.array([fused and (o.kind == "attention_pv" or sm) for o, sm in zip(ops, attn_softmax)]),
         on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
         causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
@@ -166,27 +176,21 @@ def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     return rate, energy
 
 
-def _pad(x, q):
-    """ceil(x / q) q for whole-number floats (same values as dse.model.tiling.pad, without its checks)."""
-    return np.ceil(x / q) * q
-
-
 def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
     """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`."""
-    e = np.maximum(ops.ea, ops.eb)
     tk = 4 * ik
     buf = np.maximum(buf, 16 * 1024)
-    # 4 T tk e + 4 T^2 <= buf  ->  T = (-b + sqrt(b^2 + 16 buf)) / 8 with b = 4 tk e
-    b = 4 * tk * e
-    t = (-b + np.sqrt(b * b + 16 * buf)) / 8
+    # the largest square tile whose double-buffered working set (the wider operand's element size, an FP32
+    # accumulator) fills the buffer, in whole instruction tiles
+    t = tiling.square_tile(buf, tk, ops.emax)
     q = np.maximum(im, inn)
     t = np.clip(np.floor(t / q) * q, q, 256)
     tm = np.minimum(t, _pad(np.maximum(ops.m, 1), im))
     tn = np.minimum(t, _pad(np.maximum(ops.n, 1), inn))
-    tiles = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
-    ksteps = np.maximum(np.ceil(ops.k / tk), 1)
-    # no more splits than the L2 holds partial sums for: (split - 1) FP32 outputs, written and read back
-    fits = 1 + np.floor(l2 / np.maximum(ops.m * ops.n * ops.batch * 4.0 * 2, 1.0))
+    tiles = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)
+    ksteps = np.maximum(tiling.ceil_div_core(ops.k, tk), 1)
+    # no more splits than the L2 holds partial sums for
+    fits = tiling.partial_sum_splits(l2, ops.m, ops.n, ops.batch)
     split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, np.minimum(ksteps, fits))
     # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
     # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
@@ -197,11 +201,11 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
         t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
         tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
         tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
-        tiles2 = np.ceil(ops.m / tm2) * np.ceil(ops.n / tn2) * ops.batch
+        tiles2 = tiling.output_tiles(ops.m, ops.n, tm2, tn2, ops.batch)
         split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, np.minimum(ksteps, fits))
 
         def matrix_time(tm_, tn_, tiles_, split_):  # waves x (work per tile per split), up to a common factor
-            return np.ceil(tiles_ * split_ / units) * tm_ * tn_ / split_
+            return tiling.waves(tiles_ * split_, units) * tm_ * tn_ / split_
 
         better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
         tm, tn, split = np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
@@ -213,7 +217,8 @@ def default_tiles(chips: Chips, ops: OpTable):
 
     The largest square tile, a multiple of the instruction tile, whose
     double-buffered working set 2 (T_M T_K + T_K T_N) e + T_M T_N x 4 B fits
-    the local buffer (T_K = 4 k-steps of the instruction), clamped to the
+    the local buffer (:func:`dse.model.tiling.square_tile`; e the wider operand's element size,
+    T_K = 4 k-steps of the instruction), clamped to the
     padded operator; split-K spreads a too-small grid of tiles over the units,
     as far as the partial sums fit in L2 (beyond that, split-K would trade
     idle units for memory traffic). The CP-SAT tile solver replaces this
@@ -247,7 +252,7 @@ _INPUTS = (
     ("vscale", "power.voltage_scaling", 1.0), ("cap", "memory.capacity", None),
     ("nsys", "system.chips", 1.0), ("link_bw", "links.scale_up.rate", np.nan),
     ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
-    ("pipe", "system.pipeline", 0.0),
+    ("pipe", "system.pipeline", 0.0), ("acc", "accumulator", 0.0),
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
@@ -350,8 +355,24 @@ def _sum(x, cnt):
     return np.atleast_2d(x * cnt).sum(axis=1)
 
 
-#: Lowest sustained clock modelled (fraction of peak); below it the design breaks its TDP.
-MIN_CLOCK_RATIO = 0.05
+def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
+    """(rows,) the largest double-buffered working set over the GEMM-like operators, 0 without one.
+
+    :func:`dse.model.tiling.tile_working_set` with 2 input slots; the FP32 accumulator tile counts in
+    the local buffer unless the chip has a separate accumulator store (``accumulator`` > 0).
+    """
+    cols = ops.gemm_cols
+    if cols.size == 0:
+        return np.zeros(np.broadcast(tm, acc_store).shape[0])
+    if cols.size < len(ops.names):
+        tm, tn = (np.broadcast_to(x, np.broadcast(tm, tn).shape)[:, cols] for x in (tm, tn))
+        tk = np.broadcast_to(tk, (tk.shape[0], len(ops.names)))[:, cols] if np.ndim(tk) == 2 else tk
+        ea, eb = ops.ea[cols], ops.eb[cols]
+    else:
+        ea, eb = ops.ea, ops.eb
+    acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
+    ws = tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb)
+    return np.atleast_2d(ws).max(axis=1)
 
 
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
@@ -378,18 +399,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         padded_flops = np.array(np.broadcast_to(padded_flops, (rows, padded_flops.shape[1])))
         for col, v in causal.items():
             padded_flops[:, col] = v[:, 0]
-    tiles_out = np.ceil(ops.m / tm) * np.ceil(ops.n / tn) * ops.batch
+    tiles_out = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)  # 0 for vector operators
     work_items = tiles_out * split
-    waves = np.ceil(work_items / units)
-    wave_eff = np.where(g, work_items / np.maximum(waves * units, 1), 1.0)
+    wave_eff = tiling.wave_efficiency(work_items, units)  # 1 without work items
     rate = units * fpc * clock  # FLOP/s at peak clock
 
     # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
     # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
-    kk = np.maximum(ops.k, 1.0)
-    t2 = np.maximum(np.floor(l2 / (2.0 * kk * (ops.ea + ops.eb))), 1.0)  # rows (cols) of an L2-resident panel
-    rA = np.where(g & (ops.a_bytes > l2), np.ceil(ops.n / np.maximum(tn, t2)), 1.0)
-    rB = np.where(g & (ops.b_bytes > l2), np.ceil(ops.m / np.maximum(tm, t2)), 1.0)
+    t2 = tiling.l2_panel(l2, ops.k, ops.ea, ops.eb)
+    rA = tiling.operand_reads(ops.a_gemm, ops.n, tn, t2, l2)
+    rB = tiling.operand_reads(ops.b_gemm, ops.m, tm, t2, l2)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
@@ -402,21 +421,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
         bytes_mem = bytes_mem - bytes_w
         bytes_comp = bytes_comp - ops.weight_bytes
-    bytes_req = np.where(g, ops.a_bytes * np.ceil(ops.n / tn) + ops.b_bytes * np.ceil(ops.m / tm),
-                         ops.a_bytes + ops.b_bytes) + ops.c_bytes
-    # split-K adds partial sums: (split - 1) extra FP32 outputs written and read back, through L2 when they
-    # fit there, else through memory
-    partial = np.where(g, (split - 1) * ops.m * ops.n * ops.batch * 4.0 * 2, 0.0)
+    a_req, b_req, _ = tiling.gemm_traffic(ops.a_bytes, ops.b_bytes, ops.c_bytes, ops.m, ops.n, tm, tn)
+    bytes_req = np.where(g, a_req + b_req, ops.a_bytes + ops.b_bytes) + ops.c_bytes
+    # split-K adds partial sums, through L2 when they fit there, else through memory (0 for vector operators)
+    partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
     if tiles is not None:  # (the default split keeps them in L2)
         bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
     bytes_req = bytes_req + partial
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
-    bw = c.bw_raw * c.beff
-    lat, inflight, txn = c.lat, c.inflight, c.txn
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cap = np.where((lat > 0) & (inflight > 0), inflight * txn / lat, np.inf)
-    bw_eff = np.minimum(bw, cap)
+    bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
     t_memory = bytes_mem / bw_eff
     t_comp = bytes_comp / bw_eff
     if rom is not None:  # two interfaces read at the same time: the slower one sets the time (seed 004 §4.7.3)
@@ -438,7 +452,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
     e_mem = c.e_mem
-    local_bytes = np.where(g, tiles_out * ops.k * (tm + tn) * np.maximum(ops.ea, ops.eb), 0.0)
+    local_bytes = tiling.local_buffer_bytes(tiles_out, ops.k, tm, tn, ops.emax)  # 0 for vector operators
     cnt = ops.count
     E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * c.e_vec \
         + local_bytes * c.e_loc + bytes_req * c.e_l2
@@ -463,14 +477,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the peak clock
         t_m1 = np.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
-        t_busy1 = np.maximum(np.maximum(t_m1, t_vector), t_memory)
-        p_mem_op = np.where(t_busy1 > 0, E_mem_op / t_busy1, 0.0)
-        busy_c = np.maximum(np.maximum(t_c1, t_vector), t_memory)
-        p_comp_op = np.where(busy_c > 0, E_compute_op / busy_c, 0.0)
-    vs = c.vscale > 0.5
-    cr = np.where(np.isfinite(tdp), pw.sustained_clock_ratio(tdp - static - p_mem_op, p_comp_op, vs), 1.0)
-    cr = np.maximum(cr, MIN_CLOCK_RATIO)
-    cr = np.where(np.isfinite(cr), cr, 1.0)
+    t_busy1 = np.maximum(np.maximum(t_m1, t_vector), t_memory)
+    p_mem_op = pw.average_power(E_mem_op, t_busy1)
+    busy_c = np.maximum(np.maximum(t_c1, t_vector), t_memory)
+    p_comp_op = pw.average_power(E_compute_op, busy_c)
+    cr = pw.sustained_clock_ratio(tdp - static - p_mem_op, p_comp_op, c.vscale > 0.5, MIN_CLOCK_RATIO)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
     if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
@@ -499,21 +510,23 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     launches = (koh * cnt).sum(axis=1)
     device = tw.sum(axis=1)
     # tensor parallelism: ring all-reduce of the partial outputs after each reducing operator, a dependent
-    # stage after it (seed 004 §4.5.3: T = alpha + V/R per step; 2 (p - 1) steps of V/p per all-reduce)
+    # stage after it (seed 004 §4.5.3: T = alpha + V/R per step; 2 (p - 1) steps of V/p per all-reduce);
+    # pipeline parallelism: p - 1 hops of the activations from one stage to the next
     p_sys = c.nsys[:, 0]
     pipe = c.pipe[:, 0] > 0.5
     reduce_bytes = info.allreduce_bytes
     hop_bytes = info.hop_bytes  # activations handed from one pipeline stage to the next
+    link_bw, link_alpha = c.link_bw[:, 0], c.link_alpha[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_ring = info.allreduces * 2 * (p_sys - 1) * c.link_alpha[:, 0] \
-            + 2 * (p_sys - 1) * reduce_bytes / (p_sys * c.link_bw[:, 0])
-        t_hops = (p_sys - 1) * (c.link_alpha[:, 0] + hop_bytes / c.link_bw[:, 0])
+        t_ring = links.ring_allreduce_time(reduce_bytes, p_sys, link_bw, link_alpha, count=info.allreduces)
+        t_hops = (p_sys - 1) * links.transfer_time(hop_bytes, link_bw, link_alpha)
         t_link = np.where(p_sys > 1, np.where(pipe, t_hops, t_ring), 0.0)
     t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
-    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes, 2 * (p_sys - 1) * reduce_bytes), 0.0)
+    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes,
+                                              links.ring_allreduce_bytes(reduce_bytes, p_sys)), 0.0)
     time_s = np.maximum(device, launches) + step_oh + t_link
     E_mem = _sum(E_mem_op, cnt) + link_bytes * c.e_link[:, 0]
-    E_static = static[:, 0] * time_s
+    E_static = pw.energy_at_power(static[:, 0], time_s)
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
@@ -568,8 +581,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit
-    with np.errstate(divide="ignore", invalid="ignore"):
-        op_power = np.where(t_op > 0, (E_compute_op + E_mem_op) / t_op, 0.0)
+    op_power = pw.average_power(E_compute_op + E_mem_op, t_op)
     out["peak_power_w"] = static[:, 0] + op_power.max(axis=1)
     out["tdp"] = tdp[:, 0]
     out["quant_error"] = np.array([w.quant_error])
@@ -582,8 +594,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     resident = w.resident
     out["resident_bytes"] = np.array([resident])
     out["capacity_bytes"] = cap_bytes
-    out["fits"] = resident <= cap_bytes
-    out["max_batch"] = _max_batch(w.workload, cap_bytes, weights_resident=rom is None)
+    out["fits"] = cap_rules.fits(resident, cap_bytes)
+    out["max_batch"] = cap_rules.max_batch(cap_bytes, w.fixed_bytes, w.context, w.kv_per_token)
+    # the largest double-buffered working set of the tiles (seed 004 §4.3.2, §4.4.2): the buffer_fit constraint
+    out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
     ops_out = None
     if want_ops:
         ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
@@ -669,7 +683,8 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None)
     info = workload_info(workload, ops)
     if weights_in_rom:
-        info = dataclasses.replace(info, resident=info.resident - float(workload.weight_resident_bytes))
+        weights = float(workload.weight_resident_bytes)
+        info = dataclasses.replace(info, resident=info.resident - weights, fixed_bytes=info.fixed_bytes - weights)
     if tiles is not None:
         tiles = tuple(_column2(np.asarray(x, dtype=float), N, O) for x in tiles)
     block = max(1, _BLOCK_ELEMENTS // max(O, 1))
@@ -723,6 +738,9 @@ class WorkloadInfo:
     tokens: float
     flops: float
     resident: float
+    fixed_bytes: float  # what stays resident whatever the batch: weights (unless in a ROM) + workspace
+    context: float  # tokens of context per request (the KV cache's S)
+    kv_per_token: float  # KV-cache bytes per token of context (0: no cache)
     quant_error: float
     allreduces: float  # all-reduces per step under tensor parallelism
     allreduce_bytes: float  # bytes all-reduced per step
@@ -734,6 +752,10 @@ def workload_info(workload, ops: OpTable) -> WorkloadInfo:
     return WorkloadInfo(
         workload=workload, phase=workload.phase, tokens=float(workload.tokens_per_step),
         flops=float((ops.flops * ops.count).sum()), resident=float(workload.resident_bytes),
+        fixed_bytes=float(getattr(workload, "weight_resident_bytes", 0.0) or 0.0)
+        + float(getattr(workload, "workspace_bytes", 0.0) or 0.0),
+        context=float(getattr(workload, "context", 0) or getattr(workload, "tokens", 0) or 0),
+        kv_per_token=float(getattr(workload, "kv_bytes_per_token", 0.0) or 0.0),
         quant_error=_quant_error(workload),
         allreduces=float(sum(ops.count[i] for i in red)),
         allreduce_bytes=float(sum(ops.c_bytes[i] * ops.count[i] for i in red)),
@@ -747,21 +769,6 @@ def _column2(x: np.ndarray, N: int, O: int) -> np.ndarray:
     if N > 1 and (x == x[:1]).all():
         return np.array(x[:1])
     return np.array(x)
-
-
-def _max_batch(workload, capacity, weights_resident: bool = True):
-    """floor((C - W - workspace) / (S x kv per token)) (seed 004 §4.3.1); -1 where the weights alone do not fit.
-
-    ``weights_resident=False``: the weights live in their own memory (ROM, seed 004 §4.7.3), W = 0 here.
-    """
-    kv = float(getattr(workload, "kv_bytes_per_token", 0.0) or 0.0)
-    ctx = float(getattr(workload, "context", 0) or getattr(workload, "tokens", 0) or 0)
-    weights = float(getattr(workload, "weight_resident_bytes", 0.0)) if weights_resident else 0.0
-    fixed = weights + float(getattr(workload, "workspace_bytes", 0.0))
-    if kv <= 0 or ctx <= 0:
-        return np.where(capacity >= fixed, np.inf, -1.0)
-    free = capacity - fixed
-    return np.where(free >= 0, np.floor(free / (ctx * kv)), -1.0)
 
 
 @functools.lru_cache(maxsize=128)

@@ -1,41 +1,72 @@
-"""Tile arithmetic: padding, working sets, strided spans, re-reads, waves.
+"""Tile arithmetic: padding, output tiles and waves, working sets, re-reads, split-K partial sums.
 
-Every function is pure and vectorized: arguments may be Python numbers or
-numpy arrays (one entry per design point, or any shapes that broadcast), and
-the result has the broadcast shape (a plain number when every argument was a
-scalar). Integer inputs stay integers where the arithmetic allows, so that
-byte and row counts are exact.
+Each rule of the tile level lives here once. The evaluator (dse/model/evaluator.py), the CP-SAT tile
+model's data step (dse/solvers/cpsat_tiles.py) and the workload builders (dse.workload) call these
+functions; none of them writes the arithmetic again.
+
+Every function is pure and vectorized: arguments may be Python numbers or numpy arrays (one entry per
+design point or per operator, or any shapes that broadcast). The functions are the cores the
+evaluator's inner loop calls, so they check nothing; :func:`pad` and :func:`ceil_div` are the checked
+wrappers for user-facing calls (a SpecError for a quantum < 1), around the same cores. Integer inputs
+stay integers (exact byte and row counts); float inputs that hold whole numbers below 2^53 give the
+same values as integers would.
 
 Sources:
-    pad, padding_overhead       seed 004 §4.2.1 (eta_shape); seed 000 "Shape tails"
-    tile_working_set            seed 004 §4.3.2
-    strided_span                seed 004 §4.4.1
-    gemm_traffic                seed 004 §4.4.1 (tiled input re-reads), §4.3.2
-    waves, wave_efficiency      seed 004 §4.2.1 (blocks over compute units)
-    conv_unroll                 seed 004 §4.6.2 (img2col through HBM)
+    ceil_div, pad                        seed 004 §4.2.1 (eta_shape); seed 000 "Shape tails"
+    output_tiles, waves, wave_efficiency seed 004 §4.2.1 (blocks over compute units, wave quantization)
+    tile_working_set, square_tile        seed 004 §4.3.2, §4.4.2 (working set vs buffer, double buffering)
+    gemm_traffic, local_buffer_bytes     seed 004 §4.4.1 (tiled input re-reads), §4.3.2
+    l2_panel, operand_reads              seed 004 §4.3.2, §4.4.1 (an operand re-read once per L2 panel)
+    partial_sum_bytes, partial_sum_splits  seed 004 §4.4.2 (split-K: partial sums written and read back)
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from dse.errors import SpecError
 
 __all__ = [
-    "pad",
     "ceil_div",
-    "padding_overhead",
-    "shape_efficiency",
-    "tile_working_set",
-    "strided_span",
-    "gemm_traffic",
+    "pad",
+    "ceil_div_core",
+    "pad_core",
+    "output_tiles",
     "waves",
     "wave_efficiency",
-    "ConvUnroll",
-    "conv_unroll",
+    "tile_working_set",
+    "square_tile",
+    "ACCUMULATOR_BYTES",
+    "gemm_traffic",
+    "local_buffer_bytes",
+    "l2_panel",
+    "operand_reads",
+    "partial_sum_bytes",
+    "partial_sum_splits",
 ]
+
+#: Bytes per accumulator element: partial sums and output tiles accumulate in FP32 (seed 004 §4.3.2).
+ACCUMULATOR_BYTES = 4.0
+
+
+# ------------------------------------------------------------------ padding
+
+
+def ceil_div_core(x, q):
+    """ceil(x / q) for x >= 0 and q > 0, unchecked: integer floor division on integers, else float.
+
+    The one ceiling of the model (tile counts, waves, padding, re-reads). Exact on integers; on floats
+    holding whole numbers below 2^53 the same values (x / q is correctly rounded, so an exact multiple
+    divides exactly and any other quotient stays strictly between two integers).
+    """
+    if np.result_type(x, q).kind in "iub":
+        return -(-x // q)
+    return np.ceil(np.divide(x, q))
+
+
+def pad_core(x, q):
+    """``ceil(x / q) q``, unchecked (see :func:`pad`)."""
+    return ceil_div_core(x, q) * q
 
 
 def _out(x):
@@ -52,40 +83,44 @@ def _check_positive(name: str, q) -> np.ndarray:
 
 
 def ceil_div(x, q):
-    """ceil(x / q) for non-negative ``x`` and positive ``q`` (exact on integers)."""
-    x = np.asarray(x)
-    q = _check_positive("quantum", q)
-    return _out(-(-x // q))
+    """ceil(x / q) for non-negative ``x`` and positive ``q`` (exact on integers); SpecError for q < 1."""
+    return _out(ceil_div_core(np.asarray(x), _check_positive("quantum", q)))
 
 
 def pad(x, q):
-    """``ceil(x / q) * q``: ``x`` rounded up to a whole number of quanta ``q``.
+    """``ceil(x / q) * q``: ``x`` rounded up to a whole number of quanta ``q``; SpecError for q < 1.
 
     seed 000 "Shape tails": F_padded = 2 ceil(M/T_M) T_M ceil(N/T_N) T_N ceil(K/T_K) T_K;
     pad(257, 32) = 288. A zero stays zero (an expert with no rows runs nothing).
     """
-    x = np.asarray(x)
-    q = _check_positive("quantum", q)
-    return _out(-(-x // q) * q)
+    return _out(pad_core(np.asarray(x), _check_positive("quantum", q)))
 
 
-def padding_overhead(m, q):
-    """Padded work over useful work minus one: ``pad(m, q) / m - 1`` (seed 000 "Shape tails").
+# ------------------------------------------------------------------ tiles and waves
 
-    M = 257 with a 32-row step pads to 288 rows: 288/257 - 1 = 0.121.
+
+def output_tiles(m, n, tm, tn, batch=1):
+    """Output tiles of a GEMM: ceil(M / T_M) ceil(N / T_N) batch (seed 004 §4.2.1); 0 for an empty one."""
+    return ceil_div_core(m, tm) * ceil_div_core(n, tn) * batch
+
+
+def waves(work, units):
+    """Waves of work items (output tiles x split-K) over compute units: ``ceil(work / units)`` (seed 004 §4.2.1)."""
+    return ceil_div_core(work, units)
+
+
+def wave_efficiency(work, units, n_waves=None):
+    """Busy fraction of the units over all waves: ``work / (waves x units)`` (wave quantization).
+
+    132 tiles on 132 units: 1.0; 133 tiles: 133 / 264 = 0.504. No work: 1.0 (nothing to quantize).
+    ``n_waves``: the :func:`waves` of the same arguments, when the caller has them already.
     """
-    m = np.asarray(m, dtype=float)
-    if np.any(m <= 0):
-        raise SpecError(f"padding_overhead: m must be >= 1, got {m!r}")
-    return _out(np.asarray(pad(m, q), dtype=float) / m - 1.0)
+    w = waves(work, units) if n_waves is None else n_waves
+    busy = np.maximum(w * units, np.finfo(float).tiny)
+    return np.where(w > 0, work / busy, 1.0)
 
 
-def shape_efficiency(m, n, k, tm, tn, tk):
-    """eta_shape = M N K / (pad(M, m_t) pad(N, n_t) pad(K, k_t)) (seed 004 §4.2.1)."""
-    m, n, k = (np.asarray(v, dtype=float) for v in (m, n, k))
-    padded = (np.asarray(pad(m, tm), dtype=float) * np.asarray(pad(n, tn), dtype=float)
-              * np.asarray(pad(k, tk), dtype=float))
-    return _out(m * n * k / padded)
+# ------------------------------------------------------------------ working set
 
 
 def tile_working_set(tm, tn, tk, in_bytes, acc_bytes, slots=1, b_bytes=None):
@@ -94,144 +129,77 @@ def tile_working_set(tm, tn, tk, in_bytes, acc_bytes, slots=1, b_bytes=None):
     seed 004 §4.3.2: ``slots x (tm tk a + tk tn b) + tm tn acc``. For
     m = n = 128, k = 64, BF16 operands and an FP32 accumulator: 32 KiB of
     operands + 64 KiB of accumulator = 96 KiB; a second operand pair prefetched
-    (slots = 2, double buffering) needs 2 x 32 + 64 = 128 KiB. ``in_bytes`` is
+    (slots = 2, double buffering, seed 004 §4.4.2) needs 2 x 32 + 64 = 128 KiB. ``in_bytes`` is
     the bytes per element of the A operand (and of B unless ``b_bytes`` is
-    given, for mixed-format operands); the accumulator is held once.
+    given, for mixed-format operands); the accumulator is held once (``acc_bytes`` = 0 where a
+    separate accumulator store holds it: TPU accumulators, TMEM, PSUM).
     """
-    a = np.asarray(in_bytes, dtype=float)
-    b = a if b_bytes is None else np.asarray(b_bytes, dtype=float)
-    tm, tn, tk, slots = (np.asarray(v) for v in (tm, tn, tk, slots))
-    operands = tm * tk * a + tk * tn * b
-    return _out(slots * operands + tm * tn * np.asarray(acc_bytes, dtype=float))
+    b = in_bytes if b_bytes is None else b_bytes
+    return slots * (tm * tk * in_bytes + tk * tn * b) + tm * tn * acc_bytes
 
 
-def strided_span(rows, cols, row_stride_elems, elem_bytes):
-    """(effective bytes, address span) of a ``rows x cols`` block inside a row-major matrix.
+def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots=2):
+    """The side T of the square tile whose :func:`tile_working_set` (T, T, tk) is ``budget_bytes`` (real T).
 
-    seed 004 §4.4.1: effective = rows x cols x b; the span runs from the first
-    row's start to the last row's end, ``(rows - 1) x s_r + cols x b`` with the
-    row stride ``s_r = row_stride_elems x b``. 128 rows of 128 BF16 elements
-    from rows of 4096: 32,768 effective bytes over a 1,040,640-byte span.
+    The inverse of :func:`tile_working_set` for tm = tn = T and one element size e:
+    acc T^2 + 2 slots tk e T = budget, so T = (-b + sqrt(b^2 + 4 acc budget)) / (2 acc) with
+    b = 2 slots tk e (T = budget / b without an accumulator in the buffer). The default tiles of the
+    evaluator round it down to the instruction tile.
     """
-    rows, cols, stride = (np.asarray(v) for v in (rows, cols, row_stride_elems))
-    b = np.asarray(elem_bytes)
-    if np.any(cols > stride):
-        raise SpecError("strided_span: cols must be <= row_stride_elems (the block lies inside a row)")
-    effective = rows * cols * b
-    span = np.where(rows > 0, (rows - 1) * stride * b + cols * b, 0)
-    return _out(effective), _out(span)
+    b = 2.0 * slots * tk * elem_bytes
+    if np.all(np.asarray(acc_bytes) > 0):
+        return (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / (2.0 * acc_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quad = (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / np.where(acc_bytes > 0, 2.0 * acc_bytes, 1.0)
+    return np.where(np.asarray(acc_bytes) > 0, quad, budget_bytes / b)
 
 
-def gemm_traffic(M, N, K, TM, TN, a_elem_bytes, b_elem_bytes, c_elem_bytes, batch=1):
-    """Bytes (A, B, C) requested from the level above by a tiling of C into TM x TN tiles.
+# ------------------------------------------------------------------ traffic
 
-    seed 004 §4.4.1, §4.3.2: each output tile reads its TM rows of A (all K
-    columns) and its TN columns of B (all K rows) and writes its C tile once, so
-    A is read ``ceil(N / TN)`` times, B ``ceil(M / TM)`` times, C written once:
 
-        A = M K a ceil(N/TN),  B = K N b ceil(M/TM),  C = M N c   (x batch)
+def gemm_traffic(a_bytes, b_bytes, c_bytes, m, n, tm, tn):
+    """Bytes (A, B, C) requested from the level above by a tiling of C into T_M x T_N tiles.
 
+    seed 004 §4.4.1, §4.3.2: each output tile reads its T_M rows of A (all K
+    columns) and its T_N columns of B (all K rows) and writes its C tile once, so
+    A (``a_bytes`` = M K a batch) is read ``ceil(N / T_N)`` times, B ``ceil(M / T_M)`` times, C once.
     [32,4096] x [4096,2048] FP8 with 16 blocks of 128 columns: A requests
-    16 x 128 KiB = 2 MiB, B bytes 8 MiB. These are *requests* at the tile's
-    level; whether the level above serves them from a cache or from DRAM is
-    the memory model's business. Edge tiles read only the real rows/columns.
+    16 x 128 KiB = 2 MiB, B 8 MiB. These are *requests* at the tile's level (what L2 serves);
+    what reaches main memory is :func:`operand_reads`. Edge tiles read only the real rows/columns.
     """
-    M, N, K, batch = (np.asarray(v) for v in (M, N, K, batch))
-    a_reads = ceil_div(N, TN)
-    b_reads = ceil_div(M, TM)
-    a = M * K * np.asarray(a_elem_bytes) * a_reads * batch
-    b = K * N * np.asarray(b_elem_bytes) * b_reads * batch
-    c = M * N * np.asarray(c_elem_bytes) * batch
-    return _out(a), _out(b), _out(c)
+    return a_bytes * ceil_div_core(n, tn), b_bytes * ceil_div_core(m, tm), c_bytes
 
 
-def waves(tiles, units):
-    """Waves of output tiles over compute units: ``ceil(tiles / units)`` (seed 004 §4.2.1)."""
-    return ceil_div(tiles, units)
+def local_buffer_bytes(tiles, k, tm, tn, elem_bytes):
+    """Operand bytes through the local buffer: every output tile streams its A and B panels,
+    tiles x K (T_M + T_N) e (seed 004 §4.3.2); the energy of the local level counts these."""
+    return tiles * k * (tm + tn) * elem_bytes
 
 
-def wave_efficiency(tiles, units):
-    """Busy fraction of the units over all waves: ``tiles / (waves x units)`` (wave quantization).
+def l2_panel(l2_bytes, k, a_elem_bytes, b_elem_bytes):
+    """Rows (columns) of an operand panel the L2 holds beside a panel of the other operand:
+    max(floor(L2 / (2 K (e_a + e_b))), 1) (seed 004 §4.3.2: the cache holds both panels, double-buffered)."""
+    return np.maximum(np.floor(l2_bytes / (2.0 * np.maximum(k, 1.0) * (a_elem_bytes + b_elem_bytes))), 1.0)
 
-    132 tiles on 132 units: 1.0; 133 tiles: 133 / 264 = 0.504. Zero tiles: 1.0
-    (nothing to quantize).
+
+def operand_reads(operand_bytes, extent, tile, panel, l2_bytes):
+    """Times an operand is read from main memory (seed 004 §4.3.2, §4.4.1).
+
+    Once when it fits the L2 (``operand_bytes <= l2_bytes``); otherwise once per block of the other
+    operand that L2 holds beside it: ceil(extent / max(tile, panel)), ``extent`` the other operand's
+    dimension (N for A, M for B), ``tile`` the output tile along it, ``panel`` the :func:`l2_panel`.
+    Note ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2)): the CP-SAT tile model uses the right side.
     """
-    t = np.asarray(tiles, dtype=float)
-    u = np.asarray(units, dtype=float)
-    w = np.asarray(waves(tiles, units), dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        eff = np.where(w > 0, t / (w * u), 1.0)
-    return _out(eff)
+    return np.where(operand_bytes > l2_bytes, ceil_div_core(extent, np.maximum(tile, panel)), 1.0)
 
 
-@dataclass(frozen=True)
-class ConvUnroll:
-    """A convolution lowered to a GEMM by unrolling windows (im2col), seed 004 §4.6.2.
-
-    The GEMM is ``[m, k] x [k, n]`` with m = output positions, k = kh kw c_in
-    (one unrolled window per row), n = c_out. ``unrolled_bytes`` is the size
-    of the im2col matrix; when it is materialized in off-chip memory it is
-    written once and read back once, so ``extra_traffic_bytes = 2 x
-    unrolled_bytes`` (the original input and the weights are read either way,
-    so they are not extra). An on-chip unroller (Ascend MTE img2col) removes
-    exactly this extra traffic.
-    """
-
-    out_h: int
-    out_w: int
-    m: int
-    k: int
-    n: int
-    elem_bytes: float
-    input_bytes: float
-    unrolled_bytes: float
-    weight_bytes: float
-    flops: float
-
-    @property
-    def extra_traffic_bytes(self) -> float:
-        """Write + read of the unrolled matrix through off-chip memory (seed 004 §4.6.2)."""
-        return 2.0 * self.unrolled_bytes
-
-    def extra_traffic_s(self, bandwidth_bytes_per_s):
-        """Time the extra write and read take at ``bandwidth_bytes_per_s`` (seed 004 §4.6.2)."""
-        return _out(self.extra_traffic_bytes / np.asarray(bandwidth_bytes_per_s, dtype=float))
-
-    def matrix_cycles(self, flops_per_cycle):
-        """Matrix-unit service cycles: flops / (FLOPs per cycle) (seed 004 §4.6.2)."""
-        return _out(self.flops / np.asarray(flops_per_cycle, dtype=float))
+def partial_sum_bytes(m, n, batch, split):
+    """Extra bytes of split-K: (split - 1) FP32 partial outputs written and read back,
+    (s - 1) x M N batch x 4 B x 2 (seed 004 §4.4.2); 0 without a split."""
+    return (split - 1) * (m * n * batch * (ACCUMULATOR_BYTES * 2.0))
 
 
-def conv_unroll(h: int, w: int, c_in: int, c_out: int, kh: int = 3, kw: int = 3,
-                stride: int = 1, padding: int | str = "same", elem_bytes: float = 2.0) -> ConvUnroll:
-    """im2col of a ``kh x kw`` convolution over an ``h x w x c_in`` input (seed 004 §4.6.2).
-
-    3x3, 56x56x64 FP16 input, 64 outputs, stride 1, 'same' padding: input
-    401,408 B; unrolled matrix 3136 x 576 = 3.445 MiB (9x the input); extra
-    write + read 6.891 MiB, 6.02 us at 1.2 TB/s; 2 x 3136 x 576 x 64 = 231.2
-    MFLOPs, 28,224 cycles at 8,192 FLOPs/cycle.
-    """
-    for name, v in (("h", h), ("w", w), ("c_in", c_in), ("c_out", c_out), ("kh", kh), ("kw", kw),
-                    ("stride", stride)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise SpecError(f"conv_unroll: {name} must be an integer >= 1, got {v!r}")
-    if padding == "same":
-        ph, pw = (kh - 1) // 2, (kw - 1) // 2
-    elif padding == "valid":
-        ph = pw = 0
-    elif isinstance(padding, (int, np.integer)) and padding >= 0:
-        ph = pw = int(padding)
-    else:
-        raise SpecError(f"conv_unroll: padding must be 'same', 'valid' or an integer >= 0, got {padding!r}")
-    out_h = (h + 2 * ph - kh) // stride + 1
-    out_w = (w + 2 * pw - kw) // stride + 1
-    if out_h < 1 or out_w < 1:
-        raise SpecError(f"conv_unroll: kernel {kh}x{kw} does not fit a {h}x{w} input with padding {padding!r}")
-    m, k, n = out_h * out_w, kh * kw * c_in, c_out
-    return ConvUnroll(
-        out_h=out_h, out_w=out_w, m=m, k=k, n=n, elem_bytes=float(elem_bytes),
-        input_bytes=float(h * w * c_in * elem_bytes),
-        unrolled_bytes=float(m * k * elem_bytes),
-        weight_bytes=float(k * n * elem_bytes),
-        flops=2.0 * m * k * n,
-    )
+def partial_sum_splits(capacity_bytes, m, n, batch):
+    """The largest split-K whose partial sums fit ``capacity_bytes`` on chip:
+    1 + floor(capacity / (M N batch x 4 B x 2)) (seed 004 §4.4.2; :func:`partial_sum_bytes` <= capacity)."""
+    return 1.0 + np.floor(capacity_bytes / np.maximum(m * n * batch * (ACCUMULATOR_BYTES * 2.0), 1.0))

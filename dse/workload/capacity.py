@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.errors import SpecError
+from dse.model import capacity as rules
 
 
 def max_requests(capacity, weights, workspace, context, kv_per_token):
@@ -16,7 +17,7 @@ def max_requests(capacity, weights, workspace, context, kv_per_token):
     c, w, ws, s, kv = (np.asarray(v, dtype=float) for v in (capacity, weights, workspace, context, kv_per_token))
     if np.any(s <= 0) or np.any(kv <= 0):
         raise SpecError("max_requests: context and kv bytes per token must be > 0")
-    out = np.maximum(np.floor((c - w - ws) / (s * kv)), 0).astype(np.int64)
+    out = np.asarray(rules.max_batch(c, w + ws, s, kv)).astype(np.int64)  # dse.model.capacity: never below 0
     return out.item() if out.ndim == 0 else out
 
 
@@ -30,5 +31,5 @@ def chips_to_hold(nbytes, capacity_per_chip):
     b, c = np.asarray(nbytes, dtype=float), np.asarray(capacity_per_chip, dtype=float)
     if np.any(c <= 0):
         raise SpecError("chips_to_hold: capacity per chip must be > 0")
-    out = np.ceil(b / c).astype(np.int64)
+    out = np.asarray(rules.chips_to_hold(b, c)).astype(np.int64)
     return out.item() if out.ndim == 0 else out

