@@ -15,6 +15,8 @@ import pytest
 from dse.errors import InfeasibleError, SolverError, SpecError
 from dse.model.evaluator import evaluate_arrays, evaluate_workload
 from dse.hardware import Chips, load_chip, with_overrides
+from dse.model import tiling
+from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT
 from dse.solvers.cpsat_tiles import (
     SLOTS,
     TIME_RTOL,
@@ -246,15 +248,58 @@ def test_a_vector_op_has_no_tiles(chips):
 
 
 def test_time_limit_reports_by_name(chips):
-    with pytest.raises(SolverError, match="time limit"):
+    with pytest.raises(SolverError, match="wall-clock time limit"):
         solve_tiles(gemm("g", 4096, 4096, 4096), chips["h100-sxm"], time_limit_s=1e-9)
+    with pytest.raises(SolverError, match="deterministic time limit"):
+        solve_tiles(gemm("g", 4096, 4096, 4096), chips["h100-sxm"], deterministic_limit=1e-9)
+
+
+DETERMINISM_CASES = [("h100-sxm", {}, 4096, 4096, 4096), ("h100-sxm", {}, 1, 8192, 8192), ("mi355x", {}, 77, 33, 257),
+                     ("b200", {"tdp": 600.0}, 3335, 409, 787), ("b200", {"tdp": 600.0}, 1018, 795, 3294),
+                     ("h100-sxm", {"tdp": 400.0}, 1267, 625, 1329)]
+
+
+@pytest.mark.parametrize("chip, overrides, m, n, k", DETERMINISM_CASES)
+def test_same_problem_same_answer_within_the_deterministic_limit(chip, overrides, m, n, k):
+    """The limit is CP-SAT's deterministic time (one worker, a fixed seed): solving twice gives the same
+    tiles, the same solves with the same statuses and the same deterministic work, however loaded the
+    machine; and every test shape is proven OPTIMAL well within the default limit."""
+    ch = _throttled(chip, **overrides) if overrides else as_chips(load_chip(chip))
+    op = gemm("g", m, n, k)
+    a, b = solve_tiles(op, ch, seed=3), solve_tiles(op, ch, seed=3)
+    assert (a.tiles, a.slots, a.time_s, a.traffic_bytes, a.status) == (b.tiles, b.slots, b.time_s, b.traffic_bytes,
+                                                                       b.status)
+    assert a.info["statuses"] == b.info["statuses"] and a.solves == b.solves
+    assert a.info["deterministic_time"] == b.info["deterministic_time"]
+    assert a.status == "OPTIMAL" and a.info["deterministic_time"] < DETERMINISTIC_LIMIT / 10
+
+
+def test_a_limit_after_the_first_solution_keeps_the_best_found(chips):
+    """Running out of the deterministic limit once a tiling is known returns it (FEASIBLE), not an error."""
+    op = gemm("g", 4096, 4096, 4096)
+    full = solve_tiles(op, chips["h100-sxm"])
+    for limit in (1e-4, 3e-4, 1e-3):
+        try:
+            c = solve_tiles(op, chips["h100-sxm"], deterministic_limit=limit)
+        except SolverError:  # the first solve itself did not finish: nothing to return
+            continue
+        assert c.status in ("OPTIMAL", "FEASIBLE")
+        assert c.time_s >= full.time_s * (1 - TIME_RTOL)
+        if c.status == "FEASIBLE":
+            assert "UNKNOWN" in c.info["statuses"] or "FEASIBLE" in c.info["statuses"]
 
 
 def test_candidates_are_feasible(chips):
+    """Every candidate fits the RTX 4090's 100 KiB local buffer by the evaluator's working-set metric."""
     op = gemm("g", 300, 200, 700)
     full = tile_candidates(op, chips["rtx-4090"], prune=False)
-    ws = full["slots"] * (full["tm"] * full["tk"] * 2.0 + full["tk"] * full["tn"] * 2.0) + 4.0 * full["tm"] * full["tn"]
+    assert chips["rtx-4090"].get("local_buffer")[0] == 100 * 1024
+    ws = tiling.tile_working_set(full["tm"], full["tn"], full["tk"], 2.0, tiling.ACCUMULATOR_BYTES, slots=full["slots"])
     assert (ws <= 100 * 1024).all() and (full["split"] <= np.ceil(op.k / full["tk"])).all()
+    # a two-slot candidate fed to the evaluator: its tile_working_set_bytes column is that working set
+    i = int(np.argmax(np.where(full["slots"] == 2, ws, 0)))
+    got = evaluate_arrays(chips["rtx-4090"], _alone(op), tiles=(full["tm"][i], full["tn"][i], full["tk"][i], 1))
+    assert got["tile_working_set_bytes"][0] == ws[i]
 
 
 def test_to_int_rounds_as_asked():

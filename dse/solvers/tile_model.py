@@ -1,0 +1,385 @@
+"""The CP-SAT model of one operator's tiles: variables, constraints and the power bands.
+
+Built from the data step (:mod:`dse.solvers.tile_data`), searched by :mod:`dse.solvers.cpsat_tiles`
+(which documents the formulation). Every float -> integer conversion goes through
+:func:`dse.solvers.cpsat_common.to_int`; the coefficients come from the data step, which computes them
+with the evaluator's rules (dse.model.tiling, dse.model.links, dse.model.power).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ortools.sat.python import cp_model
+
+from dse.errors import SolverError
+from dse.model import tiling
+from dse.solvers.cpsat_common import INT_LIMIT, to_int
+from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData
+
+__all__ = ["TileModel", "TIME_BITS", "BW_BITS", "MIN_BYTE_SCALE", "P_BITS", "F_BITS", "NO_ROOM", "BAND_RTOL"]
+
+#: The time unit is the op's lower-bound time / 2^TIME_BITS (model time within ~1e-7 of the evaluator's).
+TIME_BITS = 24
+#: Bytes in the memory constraint are scaled so that bandwidth x time-unit is >= 2^BW_BITS.
+BW_BITS = 22
+#: Smallest byte scale: element sizes are multiples of 1/32 byte (MX / NV block scales), so bytes x 32 are integers.
+MIN_BYTE_SCALE = 32
+#: Bits of the compute-power variable at the power budget: p_comp = 2^P_BITS at TDP - static (see TileModel).
+P_BITS = 24
+#: Fixed-point bits of the band edges: a band edge kappa is the ratio p_comp / room x 2^F_BITS.
+F_BITS = 20
+#: The band of tilings with no power left beside the memory's (room 0): the clock at its floor.
+NO_ROOM = (-1, -1)
+#: A power band is split at its geometric middle while its clock-ratio bounds differ by more than this.
+BAND_RTOL = 1e-3
+
+
+class TileModel:
+    """The CP-SAT model of one operator's tiles (data -> variables -> constraints), one per operator.
+
+    The time link built in is the relaxation rho = 1 (clock ratio 1): a lower bound of every tiling's time,
+    exact wherever the clock does not throttle. :meth:`band` adds, under an enforcement literal, the tighter
+    link of one power band (the tiling's proxy power ratio in an interval, hence a clock-ratio bound); a solve
+    turns one band on through an assumption. Constraints that the search adds (time caps, forbidden classes)
+    stay valid for the rest of the search, so the model is never rebuilt.
+    """
+
+    def __init__(self, d: TileData):
+        self.d = d
+        self._scales()
+        self.model = cp_model.CpModel()
+        self.v: dict[str, cp_model.IntVar] = {}
+        self.hi: dict[str, int] = {}  # upper bound of each variable
+        self._bands: dict[tuple[int, int | None], tuple[cp_model.IntVar, float]] = {}
+        self._variables()
+        self._constraints()
+
+    # ---- scaling: one time unit, one byte scale (every conversion through to_int; the power units: _power)
+    def _scales(self):
+        d = self.d
+        # 'always': every tiling runs at the lowest clock the evaluator models, so the model is exact with it
+        self.rho_const = RHO_FLOOR if d.throttle == "always" else 1.0
+        self.c_float = d.padded_flops / d.unit_rate * self.rho_const  # s: t_matrix = c_float x waves / work
+        self.tv_float = d.t_vector * self.rho_const
+        bytes_min = d.a_mem + d.b_mem + d.c_mem
+        t_lb = max(self.c_float / d.units, self.tv_float, bytes_min / d.bandwidth)
+        self.q = t_lb / 2**TIME_BITS
+        sb = MIN_BYTE_SCALE
+        while d.bandwidth * self.q * sb < 2**BW_BITS:
+            sb *= 2
+        self.sb = sb
+        self.bw_q = to_int(d.bandwidth * self.q * sb, rounding="up")  # up: the model time stays a lower bound
+        ra_max = min(d.qn_max, d.ra_cap) if d.ra_cap else 1
+        rb_max = min(d.qm_max, d.rb_cap) if d.rb_cap else 1
+        self.bytes_max = (d.a_mem * ra_max + d.b_mem * rb_max + d.c_mem
+                          + (d.partial_bytes * (d.split_max - 1) if d.split_max >= d.partial_split else 0.0))
+        rho_max = d.rho_max if d.throttle == "maybe" else 1.0
+        t_ub = min(max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth),
+                   d.t_upper * (1 + 2 * TIME_RTOL))  # the optimum and its ties are no slower than a known tiling
+        self.t_hi = to_int(t_ub, self.q, "up") + 4
+        # the least time the model itself allows (perfect waves, each tensor moved once): the objective's
+        # floor, exactly, so that CP-SAT proves an optimum that reaches it at once instead of searching the gap
+        self.bytes_lo = to_int(bytes_min * sb, rounding="down")
+        self.t_lo = max(tiling.ceil_div_core(self.c_matrix(1.0), d.units),
+                        tiling.ceil_div_core(self.bytes_lo, self.bw_q),
+                        self.c_vector(1.0), 0)
+
+    def c_matrix(self, rho: float) -> int:
+        return to_int(self.c_float * rho, self.q, "down")
+
+    def c_vector(self, rho: float) -> int:
+        return to_int(self.tv_float * rho, self.q, "down")
+
+    # ---- variables (structured names: q_m[op], time[op], ...)
+    def _var(self, name: str, lo: int, hi: int) -> cp_model.IntVar:
+        if hi > INT_LIMIT:
+            raise SolverError(f"tiles of {self.d.op.name}: {name} reaches {hi:.3e}, beyond CP-SAT's 64-bit "
+                              f"integers (a chip of {self.d.units:,} units); use brute_force_tiles")
+        var = self.model.new_int_var(int(lo), int(hi), f"{name}[{self.d.op.name}]")
+        self.v[name] = var
+        self.hi[name] = int(hi)
+        return var
+
+    def _variables(self):
+        d = self.d
+        self._var("q_m", 1, d.qm_max)
+        self._var("q_n", 1, d.qn_max)
+        self._var("q_k", 1, d.qk_max)
+        self._var("t_m", d.im, d.im * d.qm_max)
+        self._var("t_n", d.inn, d.inn * d.qn_max)
+        self._var("t_k", d.ik, d.ik * d.qk_max)
+        self._var("slots", SLOTS[0], SLOTS[-1])
+        self._var("split", 1, d.split_max)
+        self._var("c_m", 1, d.qm_max)
+        self._var("c_n", 1, d.qn_max)
+        self._var("k_steps", 1, d.qk_max)
+        tiles_max = d.qm_max * d.qn_max
+        self._var("tiles", 1, tiles_max)
+        self._var("tiles_split", 1, tiles_max * d.split_max)
+        self._var("work", d.batch, d.batch * tiles_max * d.split_max)
+        self._var("waves", 1, tiling.ceil_div_core(d.batch * tiles_max * d.split_max, d.units))
+        self._var("time", self.t_lo, self.t_hi)
+        self._var("time_x_work", 0, self.t_hi * self.hi["work"])
+        self._var("bytes", self.bytes_lo, to_int(self.bytes_max * self.sb, rounding="up"))
+
+    # ---- constraints
+    def _constraints(self):
+        d, m, v = self.d, self.model, self.v
+        # instruction multiples
+        m.add(v["t_m"] == d.im * v["q_m"])
+        m.add(v["t_n"] == d.inn * v["q_n"])
+        m.add(v["t_k"] == d.ik * v["q_k"])
+        # ceilings: ceil(X / T) = (X + T - 1) // T
+        m.add_division_equality(v["c_m"], v["t_m"] + (d.m - 1), v["t_m"])
+        m.add_division_equality(v["c_n"], v["t_n"] + (d.n - 1), v["t_n"])
+        m.add_division_equality(v["k_steps"], v["t_k"] + (d.k - 1), v["t_k"])
+        m.add(v["split"] <= v["k_steps"])
+        # the same ceilings as products, X <= c T <= X + T - 1: redundant, but their propagation bounds c and T
+        # where the division alone leaves CP search to enumerate (a 1-row instruction, T_M in 1..M)
+        for c, t, x in (("c_m", "t_m", d.m), ("c_n", "t_n", d.n), ("k_steps", "t_k", d.k)):
+            ct_ = self._var(f"{c}_x_{t}", x, x - 1 + self.hi[t])
+            m.add_multiplication_equality(ct_, [v[c], v[t]])
+            m.add(ct_ <= v[t] + (x - 1))
+        # work items and waves over the units (wave quantization with split-K)
+        m.add_multiplication_equality(v["tiles"], [v["c_m"], v["c_n"]])
+        m.add_multiplication_equality(v["tiles_split"], [v["tiles"], v["split"]])
+        m.add(v["work"] == d.batch * v["tiles_split"])
+        m.add_division_equality(v["waves"], v["work"] + (d.units - 1), d.units)
+        self._buffer()
+        self._memory()
+        # time >= matrix and vector time at the peak clock (rho = 1): the relaxation every band tightens
+        m.add_multiplication_equality(v["time_x_work"], [v["time"], v["work"]])
+        m.add(v["time_x_work"] >= self.c_matrix(1.0) * v["waves"])
+        if self.c_vector(1.0) > 0:
+            m.add(v["time"] >= self.c_vector(1.0))
+
+    def _buffer(self):
+        d, m, v = self.d, self.model, self.v
+        s = MIN_BYTE_SCALE  # bytes x 32: element sizes are multiples of 1/32 B
+        mk = self._var("a_tile", d.im * d.ik, d.im * d.qm_max * d.ik * d.qk_max)
+        kn = self._var("b_tile", d.inn * d.ik, d.inn * d.qn_max * d.ik * d.qk_max)
+        mn = self._var("c_tile", d.im * d.inn, d.im * d.qm_max * d.inn * d.qn_max)
+        m.add_multiplication_equality(mk, [v["t_m"], v["t_k"]])
+        m.add_multiplication_equality(kn, [v["t_k"], v["t_n"]])
+        m.add_multiplication_equality(mn, [v["t_m"], v["t_n"]])
+        ea, eb = to_int(d.ea, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
+        slot_hi = ea * self.hi["a_tile"] + eb * self.hi["b_tile"]
+        slot = self._var("slot_bytes", 0, slot_hi)
+        m.add(slot == ea * mk + eb * kn)
+        inputs = self._var("input_bytes", 0, SLOTS[-1] * slot_hi)
+        m.add_multiplication_equality(inputs, [v["slots"], slot])
+        buf = to_int(d.local_buffer, 1 / s, "down")
+        acc = to_int(tiling.ACCUMULATOR_BYTES)  # the FP32 accumulator tile: acc x T_M T_N bytes
+        # the working set slots (T_M T_K e_a + T_K T_N e_b) + acc T_M T_N (dse.model.tiling.tile_working_set)
+        if d.accumulator > 0:
+            m.add(inputs <= buf).with_name("buffer_fit")
+            m.add(acc * mn <= to_int(d.accumulator, rounding="down")).with_name("accumulator_fit")
+        else:
+            m.add(inputs + acc * s * mn <= buf).with_name("buffer_fit")
+            if d.register_file > 0:
+                m.add(acc * mn <= to_int(d.register_file, rounding="down")).with_name("register_fit")
+
+    def _memory(self):
+        """bytes = A r_A + B r_B + C + [s >= s_0] P (s - 1), x byte scale; BW_q time >= bytes."""
+        d, m, v = self.d, self.model, self.v
+        sb = self.sb
+        terms = []
+        for name, size, cap, count in (("reads_a", d.a_mem, d.ra_cap, "c_n"), ("reads_b", d.b_mem, d.rb_cap, "c_m")):
+            if size <= 0:
+                continue
+            if cap <= 1:  # fits L2: read once whatever the tiles
+                terms.append(to_int(size * sb))
+            else:
+                r = self._var(name, 1, min(self.hi[count], cap))
+                m.add_min_equality(r, [v[count], cap])  # ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2))
+                terms.append(to_int(size * sb) * r)
+        terms.append(to_int(d.c_mem * sb))
+        if d.split_max >= d.partial_split:
+            spill = m.new_bool_var(f"partials_to_memory[{d.op.name}]")
+            m.add(v["split"] >= d.partial_split).only_enforce_if(spill)
+            m.add(v["split"] <= d.partial_split - 1).only_enforce_if(~spill)
+            extra = self._var("spilled_splits", 0, d.split_max - 1)
+            m.add(extra == v["split"] - 1).only_enforce_if(spill)
+            m.add(extra == 0).only_enforce_if(~spill)
+            terms.append(to_int(d.partial_bytes * sb) * extra)
+        m.add(v["bytes"] == sum(terms))
+        m.add(self.bw_q * v["time"] >= v["bytes"])
+
+    def bytes_of(self, cm: int, cn: int, split: int) -> int:
+        """The model's integer bytes (x byte scale) of a class, by the same terms as the constraint."""
+        d, sb = self.d, self.sb
+        ra = min(cn, d.ra_cap) if d.ra_cap else 1
+        rb = min(cm, d.rb_cap) if d.rb_cap else 1
+        out = to_int(d.a_mem * sb) * ra + to_int(d.b_mem * sb) * rb + to_int(d.c_mem * sb)
+        if split >= d.partial_split:
+            out += to_int(d.partial_bytes * sb) * (split - 1)
+        return out
+
+    def time_units(self, cm: int, cn: int, split: int) -> int:
+        """The relaxation's least integer time of a class (the peak clock)."""
+        d = self.d
+        work = cm * cn * d.batch * split
+        waves = tiling.waves(work, d.units)
+        return max(tiling.ceil_div_core(self.c_matrix(1.0) * waves, work),
+                   tiling.ceil_div_core(self.bytes_of(cm, cn, split), self.bw_q), self.c_vector(1.0), self.t_lo)
+
+    def time_of(self, cm: int, cn: int, split: int) -> float:
+        """The model's time (s) of a class at the peak clock: its least integer time, scaled back."""
+        return self.time_units(cm, cn, split) * self.q
+
+    # ---- the power ceiling (built on first use: only a search that needs bands pays for it)
+    def _power(self):
+        """p_comp and room: the evaluator's compute power and the power left beside memory, at the peak clock.
+
+        In the units of p_comp (e_unit / q, with e_unit = q P / 2^PB, so that P = TDP - static is 2^PB):
+
+            energy = E_compute / e_unit          coefficients rounded down (FLOPs, vector work, L2 requests,
+                                                 local-buffer bytes counted at c_M T_M = M, c_N T_N = N)
+            busy   = max(K, ceil(t_memory))      >= busy_c = max(t_c1, t_vector, t_memory)
+            p_comp = floor(energy / busy)        <= E_compute / busy_c
+            t_busy = max(ceil(t_matrix), ceil(t_vector), ceil(t_memory))   >= t_busy1 (matrix with wave loss)
+            p_mem  = floor(P_mem,max floor(t_memory) / t_busy)             <= E_mem / t_busy1
+            room   = max(0, 2^PB - p_mem)        >= TDP - static - p_mem (0: no power left)
+
+        so u = p_comp / room is a lower bound of the evaluator's p_comp / (TDP - static - p_mem), whose
+        1 / clock ratio is min(max(u, 1)^(1/p), RHO_FLOOR), up to the rounding of the integer units.
+        """
+        if "p_comp" in self.v:
+            return
+        d, m, v = self.d, self.model, self.v
+        # (P > 0 wherever a tiling may throttle; were it not, any room >= 0 would still bound TDP - static - p_mem)
+        p_ref = d.power_budget if d.power_budget > 0 else d.e_max / d.t_compute
+        self.pb = min(P_BITS, math.floor(61 - math.log2(max(d.e_max / (self.q * p_ref), 1.0))))
+        self.e_unit = e_unit = self.q * p_ref / 2.0**self.pb
+        # local-buffer bytes ~ c_M c_N (T_M + T_N) = c_N (c_M T_M) + c_M (c_N T_N) >= M c_N + N c_M: linear (the
+        # product's presolve costs up to 100x the solve), a lower bound short by the tiles' padding beyond M, N
+        local = d.m * v["c_n"] + d.n * v["c_m"]
+        k_fix, k_loc = to_int(d.e_fixed, e_unit, "down"), to_int(d.e_local, e_unit, "down")
+        k_a, k_b = to_int(d.e_a, e_unit, "down"), to_int(d.e_b, e_unit, "down")
+        k_s = to_int(d.e_split, e_unit, "down")
+        self._k = {"fix": k_fix, "loc": k_loc, "a": k_a, "b": k_b, "s": k_s}
+        hi = (k_fix + k_loc * (d.m * d.qn_max + d.n * d.qm_max) + k_a * d.qn_max + k_b * d.qm_max
+              + k_s * (d.split_max - 1))
+        energy = self._var("energy", 0, hi)
+        m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
+        # memory time in time units, rounded up (busy times) and down (memory power); bytes <= bw_q t_hi
+        self.k_q = to_int(d.t_compute, self.q, "up")
+        self.bw_dn = bw_dn = to_int(d.bandwidth * self.q * self.sb, rounding="down")
+        t_up = self._var("t_memory_up", 0, tiling.ceil_div_core(self.bw_q * self.t_hi, bw_dn))
+        m.add(t_up * bw_dn >= v["bytes"])
+        m.add(t_up * bw_dn <= v["bytes"] + (bw_dn - 1))
+        t_dn = self._var("t_memory_dn", 0, self.t_hi)
+        m.add(t_dn * self.bw_q <= v["bytes"])
+        m.add(t_dn * self.bw_q >= v["bytes"] - (self.bw_q - 1))
+        busy = self._var("busy_compute", self.k_q, max(self.k_q, self.hi["t_memory_up"]))
+        m.add_max_equality(busy, [self.k_q, t_up])
+        p_comp = self._var("p_comp", 0, tiling.ceil_div_core(hi, self.k_q))
+        m.add_division_equality(p_comp, energy, busy)
+        # the busy time of the memory power: matrix time with wave loss at the peak clock, rounded up
+        self.c_up = c_up = to_int(self.c_float, self.q, "up")
+        self.tv_up = tv_up = to_int(self.tv_float, self.q, "up")
+        t_mat = self._var("t_matrix_up", 1, c_up)
+        m.add_division_equality(t_mat, c_up * v["waves"] + v["work"] - 1, v["work"])
+        t_busy = self._var("t_busy_up", 1, max(c_up, tv_up, self.hi["t_memory_up"]))
+        m.add_max_equality(t_busy, [t_mat, tv_up, t_up])
+        self.pm_coef = pm = to_int(d.p_mem_max * self.q / e_unit, rounding="down")
+        pm_x_t = self._var("p_mem_x_t_busy", 0, pm * self.t_hi)
+        m.add(pm_x_t == pm * t_dn)
+        p_mem = self._var("p_mem", 0, pm)
+        m.add_division_equality(p_mem, pm_x_t, t_busy)
+        room = self._var("room", 0, 2**self.pb)
+        m.add_max_equality(room, [2**self.pb - p_mem, 0])
+        self.f_bits = min(F_BITS, 61 - self.hi["p_comp"].bit_length(), 61 - (self.pb + 1) - math.ceil(
+            math.log2(RHO_FLOOR**d.power_exponent)))
+        self.k_floor = self.kappa_of(RHO_FLOOR**d.power_exponent, "up")  # from here on, rho is the floor's
+
+    def u_of(self, kappa: int) -> float:
+        """The proxy power ratio u = p_comp / room of band edge ``kappa``."""
+        return kappa / 2.0**self.f_bits
+
+    def kappa_of(self, u: float, rounding: str = "down") -> int | None:
+        """The band edge of proxy ratio ``u`` (None beyond the int64 range of the band constraints)."""
+        self._power()
+        if not math.isfinite(u) or u >= 2.0 ** (61 - self.f_bits - self.pb - 1):
+            return None
+        return to_int(u * 2.0**self.f_bits, rounding=rounding)
+
+    def rho_of(self, kappa: int) -> float:
+        """The band's lower bound of 1 / clock ratio for every tiling with p_comp >= u(kappa) x room."""
+        if kappa <= 0:
+            return 1.0
+        return min(RHO_FLOOR, max(1.0, self.u_of(kappa)) ** (1.0 / self.d.power_exponent)) * (1 - 1e-12)
+
+    def band(self, lo: int, hi: int | None) -> tuple[cp_model.IntVar, float]:
+        """Literal of power band [lo, hi] (lo room <= p_comp 2^F <= hi room, room >= 1) and its bound rho.
+
+        Under the literal, time >= rho x the matrix and vector times at the peak clock, rho = rho_of(lo):
+        ``time x work >= C rho x waves``. Every tiling lies in some band -- its u = p_comp / room somewhere, or
+        room = 0 (band NO_ROOM: no power left beside the memory's, the clock at its floor) -- and its clock
+        ratio is at most 1 / rho (u is a lower bound of the evaluator's p_comp / (TDP - static - p_mem)).
+        """
+        key = (lo, hi)
+        if key not in self._bands:
+            self._power()
+            m, v, d = self.model, self.v, self.d
+            lit = m.new_bool_var(f"band_{lo}_{hi}[{d.op.name}]")
+            f = 2**self.f_bits
+            if key == NO_ROOM:
+                m.add(v["room"] == 0).only_enforce_if(lit)
+                rho = RHO_FLOOR * (1 - 1e-12) if d.all_draw else 1.0
+            else:
+                if lo > 0:
+                    m.add(f * v["p_comp"] >= lo * v["room"]).only_enforce_if(lit)
+                if hi is not None:
+                    m.add(f * v["p_comp"] <= hi * v["room"]).only_enforce_if(lit)
+                m.add(v["room"] >= 1).only_enforce_if(lit)
+                rho = self.rho_of(lo)
+            if rho > 1.0:
+                m.add(v["time_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
+                if self.c_vector(rho) > 0:
+                    m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
+            self._bands[key] = (lit, rho)
+        return self._bands[key]
+
+    def kappa_at(self, solver) -> int | None:
+        """floor(p_comp 2^F / room) of a solver's solution by the model's integer formulas (the solve may
+        predate the power variables): where its band is split. None: no room (band NO_ROOM)."""
+        self._power()
+        d, v, k = self.d, self.v, self._k
+        val = {name: int(solver.value(v[name])) for name in ("c_m", "c_n", "split", "bytes")}
+        energy = (k["fix"] + k["loc"] * (d.m * val["c_n"] + d.n * val["c_m"]) + k["a"] * val["c_n"]
+                  + k["b"] * val["c_m"] + k["s"] * (val["split"] - 1))
+        t_up = tiling.ceil_div_core(val["bytes"], self.bw_dn)
+        p_comp = energy // max(self.k_q, t_up)
+        work = val["c_m"] * val["c_n"] * d.batch * val["split"]
+        t_busy = max(tiling.ceil_div_core(self.c_up * tiling.ceil_div_core(work, d.units), work), self.tv_up, t_up, 1)
+        room = 2**self.pb - self.pm_coef * (val["bytes"] // self.bw_q) // t_busy
+        if room <= 0:  # no room: band NO_ROOM
+            return None
+        return min(p_comp * 2**self.f_bits // room, self.k_floor)
+
+    def cuts(self, lo: int, hi: int | None, kx: int | None, whole: bool = False) -> list[tuple[int, int | None]]:
+        """Band [lo, hi] split at a solution's kappa ``kx``: [lo, kx], [kx, hi], the lower part further at
+        u = 1 and at the geometric middle (in u) while its bound is looser than BAND_RTOL in rho; ``whole``:
+        the band is the whole domain, band NO_ROOM included. The lowest band last (it is searched first)."""
+        if (lo, hi) == NO_ROOM:
+            return [NO_ROOM]
+        if kx is None:
+            out = [(lo, hi)]
+        else:
+            d = self.d
+            points = {lo, kx} | ({hi} if hi is not None else set())
+            one = self.kappa_of(1.0)
+            if one is not None and lo < one < kx:
+                points.add(one)
+            base = max(lo, one or 0)
+            if 0 < base < kx and kx / base > (1 + BAND_RTOL) ** d.power_exponent:
+                mid = self.kappa_of(math.sqrt(self.u_of(base) * self.u_of(kx)))
+                if mid is not None and base < mid < kx:
+                    points.add(mid)
+            pts = sorted(points)
+            out = [(a, b) for a, b in zip(pts, pts[1:])]
+            if hi is None:
+                out.append((pts[-1], None))
+        return ([NO_ROOM] if whole else []) + out[::-1]
