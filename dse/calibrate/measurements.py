@@ -122,6 +122,11 @@ class Measurement:
         return self.workload + (f" [{self.variant}]" if self.variant else "")
 
 
+#: Plausible measured values (s for times, J for energies): outside them a cell is a typo or an attack
+#: (one 1e308 cell used to make the fit overflow and hang, 1e-320 to underflow and crash it).
+_RANGE = {"time": (1e-9, 86400.0), "energy": (1e-12, 1e9)}
+
+
 def _parse_time(value: str, dimension: str) -> float:
     try:
         x = float(value)
@@ -129,6 +134,10 @@ def _parse_time(value: str, dimension: str) -> float:
         x = parse_quantity(value, dimension)
     if not math.isfinite(x) or x <= 0:
         raise ValueError("must be > 0")
+    lo, hi = _RANGE[dimension]
+    if not lo <= x <= hi:
+        unit = "s" if dimension == "time" else "J"
+        raise ValueError(f"must be between {lo:g} {unit} and {hi:g} {unit} (a measured step, not {x:g} {unit})")
     return x
 
 

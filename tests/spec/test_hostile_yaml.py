@@ -59,3 +59,14 @@ def test_cli_exit_2_and_messages_are_cut(tmp_path, capsys):
     assert "Traceback" not in err and "bomb.yaml:1:1" in err
     long = SpecError("x" * (10 * MAX_PROBLEM_CHARS))
     assert len(str(long)) < MAX_PROBLEM_CHARS + 100 and "more characters" in str(long)
+
+
+@pytest.mark.parametrize("cell", ["1e308", "1e-320"])
+def test_calibration_csv_extreme_cells_are_refused(tmp_path, capsys, cell):
+    """issue 21: one 1e308 cell hung `dse calibrate` (400 s and counting), 1e-320 crashed it (LinAlgError)."""
+    p = tmp_path / "m.csv"
+    p.write_text("chip,workload,measured_time_s,source\n"
+                 f"rtx-pro-6000,qwen3-8b:decode:batch=1:context=8192,{cell},test\n")
+    assert main(["calibrate", str(p), "--chip", "rtx-pro-6000"]) == 2
+    err = capsys.readouterr().err
+    assert "m.csv:2" in err and "must be between" in err and "Traceback" not in err
