@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import re
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -71,6 +70,7 @@ __all__ = [
     "memory_names",
     "packaging",
     "chip_energy",
+    "sram_read_energy",
     "overridden",
     "die_area_estimate",
 ]
@@ -168,6 +168,25 @@ class SramReadEnergy(Record):
         return self
 
 
+def sram_read_energy(size_bytes, small, small_size, large, large_size):
+    """J/B to read an SRAM array of ``size_bytes``, every argument a scalar or a numpy array (broadcast).
+
+    The rule of :meth:`ProcessNode.sram_energy_per_byte` with the node's anchors
+    (``sram_read_energy``: ``small`` J/B at ``small_size`` bytes, ``large`` at
+    ``large_size``) given as values, so that design points on different nodes
+    are one vectorized call (``dse.hardware.derive``): flat outside the
+    anchors, a straight line in log(size)-log(energy) between (Horowitz 45 nm:
+    8 KB 1.25, 32 KB 2.5, 1 MB 12.5 pJ/B).
+    """
+    size = np.asarray(size_bytes, dtype=float)
+    lo, hi = np.asarray(small_size, dtype=float), np.asarray(large_size, dtype=float)
+    x = np.log(np.clip(size, lo, hi))
+    x0, x1 = np.log(lo), np.log(hi)
+    y0, y1 = np.log(np.asarray(small, dtype=float)), np.log(np.asarray(large, dtype=float))
+    out = np.exp(y0 + (x - x0) * (y1 - y0) / (x1 - x0))
+    return float(out) if out.ndim == 0 else out
+
+
 class PowerDensityLimit(Record):
     air: PowerDensity
     liquid: PowerDensity
@@ -225,12 +244,7 @@ class ProcessNode(Sourced):
         and a size of 0 (no such level) reads as the small-array figure.
         """
         e = self.sram_read_energy
-        size = np.asarray(size_bytes, dtype=float)
-        x = np.log(np.clip(size, e.small_size, e.large_size))
-        x0, x1 = math.log(e.small_size), math.log(e.large_size)
-        y = math.log(e.small) + (x - x0) * (math.log(e.large) - math.log(e.small)) / (x1 - x0)
-        out = np.exp(y)
-        return float(out) if out.ndim == 0 else out
+        return sram_read_energy(size_bytes, e.small, e.small_size, e.large, e.large_size)
 
     def sram_area_per_byte(self, kind: Literal["scratchpad", "cache"] = "scratchpad") -> float:
         """mm^2 per byte of a scratchpad or a cache."""
@@ -631,7 +645,11 @@ def chip_energy(spec, tech: Technology | None = None) -> dict[str, float]:
       (canonical dse.precision names), from ``spec.process``.
 
     ``spec.energy.memory``, ``.l2``, ``.local`` and ``.flop[fmt]`` replace the
-    table values when set. Called by ``dse.hardware.Chips.numeric_view``.
+    table values when set. The scalar look-up of one spec: design points take
+    their FLOP and link energies from it (``dse.hardware.Chips.inputs_view``)
+    and derive the size-dependent ones (``memory`` of SRAM, ``l2``, ``local``)
+    vectorized in ``dse.hardware.derive`` with the same :func:`sram_read_energy`
+    (tests/test_overrides.py checks that the two agree on the catalog).
     """
     return (tech or default()).chip_energy(spec)
 

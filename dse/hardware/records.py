@@ -1,32 +1,13 @@
-"""Chips: the hardware spec (YAML -> frozen record) and its vectorized form.
-
-A chip is written once as a nested YAML record (:class:`ChipSpec`) and used
-inside dse as :class:`Chips`: N design points held as numpy arrays keyed by
-the same dotted names the YAML uses ("hbm.stacks", "clock",
-"matrix.flops_per_cycle.bf16"). Design spaces, what-if overrides and the
-evaluator all speak those names, so a parameter a user can write is a
-parameter a search can vary.
-
-Model (seed 004 §4.1.3, §4.2; seed 000 "Dense and sparse peaks"):
-    peak FLOP/s per format  = dies x units x FLOPs/cycle/unit x clock
-    HBM stack bandwidth     = pins x pin rate / 8   (the /8 happens when "Gb/s" is parsed to bytes/s)
-    HBM stack capacity      = layers x capacity per layer
-    machine balance         = peak FLOP/s / memory bandwidth
-"""
+"""Chip records: the YAML chip (:class:`ChipSpec` and its parts) and its dotted parameter names."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from dse import technology
 from dse.errors import SpecError, unknown_name
 from dse.precision import format_names, get_format
-from dse.spec import load_yaml, validate
 from dse.spec.types import (
     Area,
     Bandwidth,
@@ -43,9 +24,6 @@ from dse.spec.types import (
     Record,
     TimeOrZero,
 )
-
-DATA = Path(__file__).parent / "data"
-CHIP_DIR = DATA / "chips"
 
 MEMORY_KINDS = ("hbm", "dram", "sram")
 
@@ -429,58 +407,17 @@ def parameter_names() -> list[str]:
                                                           "nvfp4", "mxfp6", "mxfp8", "tf32", "fp32")]
 
 
-def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
-    """A copy of ``spec`` with dotted-name overrides applied and revalidated.
+def yaml_value(key: str, value):
+    """A parsed SI number of parameter ``key`` written back as YAML: ``('clock', 1.83e9)`` -> ``'1830000000.0 Hz'``.
 
-    Values are YAML values (strings with units, numbers, or "x2" to scale the
-    current value). Changing ``hbm.generation`` resets the pin rate and the
-    per-layer capacity to that generation's defaults unless they are also
-    given (dse/data/technology/memories.yaml).
+    Every digit is kept (``repr``), so validation parses it back to the same
+    float. Numbers without a dimension (counts, fractions) and other values are
+    returned as they are.
     """
-
-    data = spec.model_dump(exclude_none=True)
-    flat = flatten(data)
-    for key, value in overrides.items():
-        param_dimension(key)  # unknown names fail here, with did-you-mean
-        if isinstance(value, str) and value.strip().lower().startswith("x"):
-            try:
-                factor = float(value.strip()[1:])
-            except ValueError:
-                raise SpecError(f"{key}: expected a value or a multiplier like 'x2', got {value!r}") from None
-            cur = flat.get(key)
-            if not isinstance(cur, (int, float)) or isinstance(cur, bool):
-                raise SpecError(f"{key}: cannot scale {cur!r} by {value!r}")
-            value = cur * factor
-            if isinstance(cur, int):
-                if not float(value).is_integer():
-                    raise SpecError(f"{key}: {cur} x {factor:g} = {value:g} is not a whole number of {key}; "
-                                    f"give the count itself (e.g. {key}: {round(value)})")
-                value = int(value)
-            flat[key] = value
-            continue
-        if key == "hbm.generation":
-            mem = technology.memory(str(value))
-            for k in list(flat):
-                if k.startswith("hbm.") and k.split(".")[1] in ("pin_rate", "capacity_per_stack", "layers",
-                                                                "capacity_per_layer", "capacity", "pins_per_stack"):
-                    if k not in overrides:
-                        del flat[k]
-            flat.setdefault("hbm.pin_rate", f"{mem.pin_rate * 8 / 1e9:g} Gb/s")
-            flat.setdefault("hbm.pins_per_stack", int(mem.pins))
-            if "hbm.capacity_per_stack" not in flat:
-                flat.setdefault("hbm.layers", int(mem.layers))
-                flat.setdefault("hbm.capacity_per_layer", f"{mem.capacity_per_layer:g} B")
-        flat[key] = value
-    if "units" in overrides and "units_physical" not in overrides:
-        flat.pop("units_physical", None)  # other units, other spares: the area model's default rule
-    # re-express already-parsed SI floats as strings with canonical units so validation re-parses them
-    for k, v in list(flat.items()):
-        if k in overrides and not isinstance(v, float):
-            continue
-        dim = _safe_dimension(k)
-        if dim and isinstance(v, (int, float)) and not isinstance(v, bool):
-            flat[k] = f"{v!r} {_CANON_UNIT[dim]}"
-    return validate(ChipSpec, unflatten(flat))
+    dim = _safe_dimension(key)
+    if dim and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{float(value)!r} {_CANON_UNIT[dim]}"
+    return value
 
 
 _CANON_UNIT = {"bytes": "B", "bandwidth": "B/s", "time": "s", "frequency": "Hz", "power": "W", "area": "mm^2",
@@ -492,225 +429,3 @@ def _safe_dimension(key: str) -> str | None:
         return param_dimension(key)
     except SpecError:
         return None
-
-
-# ----------------------------------------------------------------- catalog
-
-
-def catalog_names() -> list[str]:
-    return sorted(p.stem for p in CHIP_DIR.glob("*.yaml"))
-
-
-_ALIASES = {
-    "h100": "h100-sxm", "h200": "h200-sxm", "b200": "b200", "a100": "a100-sxm-80gb", "v100": "v100-sxm2",
-    "rtx-pro-6000-blackwell": "rtx-pro-6000", "m1-ultra": "apple-m1-ultra", "m3-ultra": "apple-m3-ultra",
-    "m4-max": "apple-m4-max", "m2-max": "apple-m2-max", "groq": "groq-tsp", "wse-3": "cerebras-wse-3", "tpu-v1": "tpu-v1",
-}
-
-
-def resolve_name(name: str) -> Path:
-    names = catalog_names()
-    key = name.lower()
-    key = _ALIASES.get(key, key)
-    if key in names:
-        return CHIP_DIR / f"{key}.yaml"
-    raise SpecError(unknown_name("chip", name, names))
-
-
-def _exists(p: Path) -> bool:
-    """Path.exists that says no to a name the OS cannot even look up (too long, NUL byte)."""
-    try:
-        return p.exists()
-    except (OSError, ValueError):
-        return False
-
-
-def load_chip_dict(name_or_path: str | Path):
-    """The raw (located) YAML of a catalog chip or a chip file."""
-    p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or _exists(p):
-        return load_yaml(p)
-    return load_yaml(resolve_name(str(name_or_path)))
-
-
-@functools.lru_cache(maxsize=256)
-def _load_catalog_chip(path: str) -> ChipSpec:
-    return validate(ChipSpec, load_yaml(path))
-
-
-def load_chip(name_or_path: str | Path) -> ChipSpec:
-    """A validated chip from the catalog (by name) or from a YAML file."""
-    p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or _exists(p):
-        return validate(ChipSpec, load_yaml(p))
-    return _load_catalog_chip(str(resolve_name(str(name_or_path))))
-
-
-def chip_from_dict(data: dict) -> ChipSpec:
-    return validate(ChipSpec, data)
-
-
-def catalog() -> list[ChipSpec]:
-    return [load_chip(n) for n in catalog_names()]
-
-
-# ----------------------------------------------------------------- vectorized
-
-
-_MEM_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
-
-
-class Chips:
-    """N design points as a struct of numpy arrays (the evaluator's input).
-
-    ``arrays`` maps dotted names to float64 arrays of length N. Built from
-    specs (:meth:`from_specs`) or from one base spec broadcast over N points
-    with some names overridden by arrays (:meth:`from_base`) — the path every
-    search takes. Derived figures are computed vectorized on access.
-    """
-
-    # the numeric inputs the model reads; everything else on a spec is descriptive
-    def __init__(self, arrays: dict[str, np.ndarray], formats: list[str], names: list[str] | None = None,
-                 specs: list[ChipSpec] | None = None, base: ChipSpec | None = None):
-        self.arrays = arrays
-        self.formats = formats
-        n = {len(a) for a in arrays.values()}
-        if len(n) != 1:
-            raise ValueError(f"arrays of different lengths: {n}")
-        self.n = n.pop()
-        self.names = names or [f"point{i}" for i in range(self.n)]
-        self.specs = specs
-        self.base = base  # the chip the points were built on (from_base): its node and memory technology
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        return self.arrays[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.arrays
-
-    # ------------------------------------------------------------ building
-    @staticmethod
-    def numeric_view(spec: ChipSpec) -> dict[str, float]:
-        """The numeric model inputs of one spec, by dotted name."""
-
-        flat = spec.flat()
-        out: dict[str, float] = {}
-        for k, v in flat.items():
-            if isinstance(v, bool):
-                out[k] = float(v)
-            elif isinstance(v, (int, float)):
-                out[k] = float(v)
-        out["memory.kind"] = float(_MEM_CODE[spec.memory_kind])
-        out["memory.bandwidth"] = spec.memory_bandwidth
-        out["memory.capacity"] = spec.memory_capacity
-        if spec.hbm is not None:
-            out["hbm.capacity_per_stack"] = spec.hbm.stack_capacity
-        tech = technology.chip_energy(spec)
-        out.update({f"energy.{k}": v for k, v in tech.items()})
-        # the vector unit computes in FP32 (softmax, norms): its energy per FLOP from the process node
-        out["energy.vector_flop"] = technology.process(spec.process).energy_per_flop("fp32")
-        static = spec.power.static
-        if static is None:
-            frac = spec.power.static_fraction
-            if frac is None:
-                frac = technology.process(spec.process).static_fraction
-            static = frac * (spec.tdp or 0.0)
-        out["power.static"] = static
-        out["tdp"] = spec.tdp if spec.tdp is not None else np.inf
-        for key in ("links.die_to_die", "links.host", "links.scale_up"):
-            link = spec.links
-            for part in key.split(".")[1:]:
-                link = getattr(link, part)
-            if link is not None:
-                out[f"{key}.rate"] = link.rate
-        return out
-
-    @classmethod
-    def from_specs(cls, specs: list[ChipSpec]) -> "Chips":
-        views = [cls.numeric_view(s) for s in specs]
-        formats = sorted({f for s in specs for f in s.matrix.flops_per_cycle})
-        keys = sorted({k for v in views for k in v})
-        arrays = {k: np.array([v.get(k, np.nan) for v in views], dtype=float) for k in keys}
-        for k, a in arrays.items():  # a format a chip lacks: rate 0 (the evaluator falls back to a wider one)
-            if k.startswith(("matrix.flops_per_cycle.", "energy.flop.")):
-                a[np.isnan(a)] = 0.0
-        return cls(arrays, formats, [s.name for s in specs], list(specs))
-
-    @classmethod
-    def from_base(cls, base: ChipSpec, n: int, overrides: dict[str, np.ndarray] | None = None) -> "Chips":
-        """Broadcast ``base`` over ``n`` points, replacing named inputs by arrays.
-
-        Derived memory figures are recomputed from overridden HBM inputs.
-        """
-        view = cls.numeric_view(base)
-        overrides = overrides or {}
-        unknown = [k for k in overrides if k not in view and not k.startswith("matrix.flops_per_cycle.")]
-        if unknown:
-            raise SpecError([unknown_name("chip parameter", k, sorted(view)) for k in unknown])
-        arrays = {k: np.full(n, v, dtype=float) for k, v in view.items()}
-        for k, v in overrides.items():
-            arrays[k] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
-        formats = sorted(set(base.matrix.flops_per_cycle) | {
-            k.rsplit(".", 1)[1] for k in overrides if k.startswith("matrix.flops_per_cycle.")})
-        chips = cls(arrays, formats, None, None, base)
-        chips._rederive(set(overrides))
-        return chips
-
-    def _rederive(self, changed: set[str]) -> None:
-        a = self.arrays
-        if "units" in changed and "units_physical" in a and "units_physical" not in changed:
-            del a["units_physical"]  # a design with other units has its own spares (the area model's rule)
-        if "hbm.stacks" in changed and "hbm.stack_sites" in a and "hbm.stack_sites" not in changed:
-            a["hbm.stack_sites"] = a["hbm.stacks"].copy()  # a design with n stacks has n sites
-        if "hbm.stacks" in a and changed & {"hbm.stacks", "hbm.pin_rate", "hbm.pins_per_stack", "hbm.layers",
-                                            "hbm.capacity_per_layer", "hbm.capacity_per_stack"}:
-            if changed & {"hbm.layers", "hbm.capacity_per_layer"} and "hbm.layers" in a:
-                a["hbm.capacity_per_stack"] = a["hbm.layers"] * a["hbm.capacity_per_layer"]
-            a["memory.bandwidth"] = a["hbm.stacks"] * a["hbm.pins_per_stack"] * a["hbm.pin_rate"]
-            if "hbm.capacity" not in changed:
-                a["memory.capacity"] = a["hbm.stacks"] * a["hbm.capacity_per_stack"]
-                a.pop("hbm.capacity", None)
-        for kind in ("dram", "sram"):
-            if f"{kind}.bandwidth" in changed:
-                a["memory.bandwidth"] = a[f"{kind}.bandwidth"]
-            if f"{kind}.capacity" in changed:
-                a["memory.capacity"] = a[f"{kind}.capacity"]
-        # (a changed TDP leaves power.static as derived from the base chip: leakage does not follow the TDP)
-
-    # ------------------------------------------------------------ derived, vectorized
-    @property
-    def total_units(self) -> np.ndarray:
-        return self["dies"] * self["units"]
-
-    def flops_per_cycle(self, fmt: str) -> np.ndarray:
-        key = f"matrix.flops_per_cycle.{_canonical_format(fmt)}"
-        return self.arrays[key] if key in self.arrays else np.zeros(self.n)
-
-    def peak_flops(self, fmt: str) -> np.ndarray:
-        """dies x units x FLOPs/cycle x clock (seed 000 "Dense and sparse peaks")."""
-        return self.total_units * self.flops_per_cycle(fmt) * self["clock"]
-
-    @property
-    def memory_bandwidth(self) -> np.ndarray:
-        return self["memory.bandwidth"]
-
-    @property
-    def memory_capacity(self) -> np.ndarray:
-        return self["memory.capacity"]
-
-    def machine_balance(self, fmt: str = "bf16") -> np.ndarray:
-        return self.peak_flops(fmt) / self.memory_bandwidth
-
-    def get(self, key: str, default: float = 0.0) -> np.ndarray:
-        a = self.arrays.get(key)
-        return a if a is not None else np.full(self.n, default, dtype=float)
-
-    def take(self, index) -> "Chips":
-        idx = np.atleast_1d(np.asarray(index))
-        arrays = {k: v[idx] for k, v in self.arrays.items()}
-        names = [self.names[i] for i in idx]
-        specs = [self.specs[i] for i in idx] if self.specs else None
-        return Chips(arrays, self.formats, names, specs, self.base)

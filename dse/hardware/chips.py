@@ -1,0 +1,158 @@
+"""Design points as numpy arrays (:class:`Chips`): the evaluator's input, built from specs or a base chip."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse import technology
+from dse.errors import SpecError, unknown_name
+from dse.hardware.records import ChipSpec, _canonical_format
+from dse.hardware.rules import KEEPS, MEMORY_CODE, OPTIONAL_INPUTS, derive, override_rules
+
+
+class Chips:
+    """N design points as a struct of numpy arrays (the evaluator's input).
+
+    ``arrays`` maps dotted names to float64 arrays of length N. Built from
+    specs (:meth:`from_specs`) or from one base spec broadcast over N points
+    with some names overridden by arrays (:meth:`from_base`) — the path every
+    search takes. Both build the raw inputs (``inputs``; NaN where a point
+    does not give a value) and derive the rest with :func:`derive`, so a
+    chip file and a design point of the same design are the same arrays.
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray], formats: list[str], names: list[str] | None = None,
+                 specs: list[ChipSpec] | None = None, base: ChipSpec | None = None,
+                 inputs: dict[str, np.ndarray] | None = None):
+        self.arrays = arrays
+        self.formats = formats
+        n = {len(a) for a in arrays.values()}
+        if len(n) != 1:
+            raise ValueError(f"arrays of different lengths: {n}")
+        self.n = n.pop()
+        self.names = names or [f"point{i}" for i in range(self.n)]
+        self.specs = specs
+        self.base = base  # the chip the points were built on (from_base): its node and memory technology
+        self.inputs = inputs  # the raw inputs ``arrays`` was derived from (NaN: not given); None if built directly
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.arrays[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.arrays
+
+    # ------------------------------------------------------------ building
+    @staticmethod
+    def inputs_view(spec: ChipSpec) -> dict[str, float]:
+        """The raw numeric inputs of one spec by dotted name, plus what cannot be vectorized.
+
+        Every number the spec gives (a value it leaves out is absent: :func:`derive`
+        supplies its default), ``memory.kind`` (0 HBM, 1 DRAM, 2 SRAM), and the
+        look-ups by name, resolved here once per spec: ``tech.*`` (the process
+        node's SRAM read-energy anchors and static fraction, the memory
+        technology's J/B), ``energy.flop.<fmt>`` (the spec's own figure, else the
+        node's), ``energy.vector_flop`` and ``energy.link``.
+        """
+        out: dict[str, float] = {}
+        for k, v in spec.flat().items():
+            if isinstance(v, (int, float)):  # bools too
+                out[k] = float(v)
+        out["memory.kind"] = float(MEMORY_CODE[spec.memory_kind])
+        node = technology.process(spec.process)
+        e = node.sram_read_energy
+        out.update({"tech.sram_small": e.small, "tech.sram_small_size": e.small_size, "tech.sram_large": e.large,
+                    "tech.sram_large_size": e.large_size, "tech.static_fraction": node.static_fraction})
+        if spec.hbm is not None or spec.dram is not None:
+            out["tech.memory_energy"] = technology.memory(spec.hbm.generation if spec.hbm is not None
+                                                          else spec.dram.kind).energy_per_byte
+        tech = technology.chip_energy(spec)
+        out.update({f"energy.{k}": v for k, v in tech.items() if k.startswith("flop.") or k == "link"})
+        # the vector unit computes in FP32 (softmax, norms): its energy per FLOP from the process node
+        out["energy.vector_flop"] = node.energy_per_flop("fp32")
+        return out
+
+    @staticmethod
+    def numeric_view(spec: ChipSpec) -> dict[str, float]:
+        """The model's numbers of one spec, inputs and derived figures (:func:`derive`), by dotted name."""
+        return {k: float(v[0]) for k, v in Chips.from_specs([spec]).arrays.items()}
+
+    @classmethod
+    def from_specs(cls, specs: list[ChipSpec]) -> "Chips":
+        views = [cls.inputs_view(s) for s in specs]
+        formats = sorted({f for s in specs for f in s.matrix.flops_per_cycle})
+        keys = sorted({k for v in views for k in v})
+        inputs = {k: np.array([v.get(k, np.nan) for v in views], dtype=float) for k in keys}
+        for k, a in inputs.items():  # a format a chip lacks: rate 0 (the evaluator falls back to a wider one)
+            if k.startswith(("matrix.flops_per_cycle.", "energy.flop.")):
+                a[np.isnan(a)] = 0.0
+        return cls(derive(inputs), formats, [s.name for s in specs], list(specs), inputs=inputs)
+
+    @classmethod
+    def from_base(cls, base: ChipSpec, n: int, overrides: dict[str, np.ndarray] | None = None) -> "Chips":
+        """Broadcast ``base`` over ``n`` points, replacing named inputs by arrays.
+
+        The same rules as a chip file made with :func:`with_overrides`
+        (:func:`override_rules`), then the same derivation (:func:`derive`): a
+        design point and the chip file of the same design evaluate alike. A
+        derived name (``memory.bandwidth``, ``energy.l2``, ``power.static``...)
+        may be overridden too: the value given wins over the derivation.
+        """
+        view = cls.inputs_view(base)
+        overrides = overrides or {}
+        known = set(view) | set(derive({k: np.array([v]) for k, v in view.items()})) | {
+            k for k in OPTIONAL_INPUTS if not k.startswith("hbm.") or base.hbm is not None}
+        unknown = [k for k in overrides if k not in known and not k.startswith("matrix.flops_per_cycle.")]
+        if unknown:
+            known = sorted(k for k in known if not k.startswith("tech."))
+            raise SpecError([unknown_name("chip parameter", k, known) for k in unknown])
+        reset, keep = override_rules(overrides)
+        inputs = {k: np.full(n, v, dtype=float) for k, v in view.items() if k not in reset}
+        for k, v in overrides.items():
+            inputs[k] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+        if keep:  # the kept figures of the design with every other change (as with_overrides)
+            before = {k: v for k, v in inputs.items() if k not in KEEPS or k not in overrides}
+            before.update({k: np.full(n, view[k]) for k in KEEPS if k in overrides and k in view})
+            pre = derive(before)
+            inputs.update({k: pre[k] for k in keep})
+        formats = sorted(set(base.matrix.flops_per_cycle) | {
+            k.rsplit(".", 1)[1] for k in overrides if k.startswith("matrix.flops_per_cycle.")})
+        return cls(derive(inputs), formats, None, None, base, inputs=inputs)
+
+    # ------------------------------------------------------------ derived, vectorized
+    @property
+    def total_units(self) -> np.ndarray:
+        return self["dies"] * self["units"]
+
+    def flops_per_cycle(self, fmt: str) -> np.ndarray:
+        key = f"matrix.flops_per_cycle.{_canonical_format(fmt)}"
+        return self.arrays[key] if key in self.arrays else np.zeros(self.n)
+
+    def peak_flops(self, fmt: str) -> np.ndarray:
+        """dies x units x FLOPs/cycle x clock (seed 000 "Dense and sparse peaks")."""
+        return self.total_units * self.flops_per_cycle(fmt) * self["clock"]
+
+    @property
+    def memory_bandwidth(self) -> np.ndarray:
+        return self["memory.bandwidth"]
+
+    @property
+    def memory_capacity(self) -> np.ndarray:
+        return self["memory.capacity"]
+
+    def machine_balance(self, fmt: str = "bf16") -> np.ndarray:
+        return self.peak_flops(fmt) / self.memory_bandwidth
+
+    def get(self, key: str, default: float = 0.0) -> np.ndarray:
+        a = self.arrays.get(key)
+        return a if a is not None else np.full(self.n, default, dtype=float)
+
+    def take(self, index) -> "Chips":
+        idx = np.atleast_1d(np.asarray(index))
+        arrays = {k: v[idx] for k, v in self.arrays.items()}
+        names = [self.names[i] for i in idx]
+        specs = [self.specs[i] for i in idx] if self.specs else None
+        inputs = {k: v[idx] for k, v in self.inputs.items()} if self.inputs is not None else None
+        return Chips(arrays, self.formats, names, specs, self.base, inputs)

@@ -1,0 +1,145 @@
+"""The one rule set of chip overrides and the one derivation of chip figures (issue 13 item 3).
+
+Every way a changed chip is built uses these: chip files and what-if proposals
+(:func:`dse.hardware.with_overrides`), study bases and categorical values
+(with_overrides), study points and CP-SAT designs (:meth:`dse.hardware.Chips.from_base`),
+catalog chips and chip files as design points (:meth:`dse.hardware.Chips.from_specs`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse import technology
+from dse.hardware.records import MEMORY_KINDS
+
+# ----------------------------------------------------------------- the override rule set
+#
+# One rule set for every way a chip is changed: chip files and what-if proposals (with_overrides), study
+# bases and categorical values (with_overrides), study points and CP-SAT designs (Chips.from_base). Two
+# kinds of rule, both keyed by the dotted name that changed, both skipped for a name given in the same
+# change:
+#
+# * RESETS: inputs that described the base chip's silicon and stop being true. They are dropped and go
+#   back to their default rule (derived by :func:`derive` or by the area model).
+# * KEEPS: derived figures that belong to the silicon, not to the changed input. They keep the value they
+#   had before that input changed, on the design with every other change applied (written as given).
+#
+# Derived quantities themselves (bandwidths, capacities, energies, static power, link rates) are never
+# carried over from the base chip: :func:`derive` recomputes them from the inputs of each design.
+
+#: changed input -> inputs that go back to their default rule unless given in the same change
+RESETS: dict[str, tuple[str, ...]] = {
+    # other units, other spares: the area model's spare rule (dse/model/area.py units_physical)
+    "units": ("units_physical",),
+    # a design that asks for n stacks has n stack sites (PHYs, shoreline); the enabled capacity of the
+    # base's stacks (H200: 141 of 144 GB) is not that of other stacks: raw = stacks x per-stack
+    "hbm.stacks": ("hbm.stack_sites", "hbm.capacity"),
+    # other stacks: per-stack capacity = layers x per-layer (seed 004 §4.1.3)
+    "hbm.layers": ("hbm.capacity_per_stack", "hbm.capacity"),
+    "hbm.capacity_per_layer": ("hbm.capacity_per_stack", "hbm.capacity"),
+    "hbm.capacity_per_stack": ("hbm.capacity",),
+    # another generation: its pins, pin rate and stack build (memories.yaml defaults, with_overrides)
+    "hbm.generation": ("hbm.pin_rate", "hbm.pins_per_stack", "hbm.layers", "hbm.capacity_per_layer",
+                       "hbm.capacity_per_stack", "hbm.capacity"),
+    # a static fraction asked for: static = fraction x TDP, not the base's own figure
+    "power.static_fraction": ("power.static",),
+}
+
+#: changed input -> derived figures kept at their value before that input changed (on the design with every
+#: other change applied), unless given in the same change
+KEEPS: dict[str, tuple[str, ...]] = {
+    # leakage is the silicon's, not the power limit's: another TDP (a what-if "tdp: 1000 W", a study's TDP
+    # axis, CP-SAT's "no TDP" probe) keeps the base chip's static power
+    "tdp": ("power.static",),
+}
+
+
+def override_rules(changed) -> tuple[set[str], set[str]]:
+    """(inputs to reset, derived figures to keep) when the dotted names ``changed`` are overridden.
+
+    The one rule set of chip overrides (see RESETS and KEEPS above); called by
+    :func:`with_overrides` and :meth:`Chips.from_base`. A name in ``changed``
+    is never reset or kept (a value given wins), and a reset wins over a keep
+    (``{tdp, power.static_fraction}``: static = the new fraction x the new TDP).
+    """
+    changed = set(changed)
+    reset = {k for c in changed for k in RESETS.get(c, ())} - changed
+    keep = {k for c in changed for k in KEEPS.get(c, ())} - changed - reset
+    return reset, keep
+
+
+MEMORY_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
+
+#: optional inputs a chip may leave out (a default rule stands in: :func:`derive` or the area model), so a
+#: design point may give them whether its base chip does or not
+OPTIONAL_INPUTS = ("units_physical", "tdp", "power.static", "power.static_fraction", "energy.memory", "energy.l2",
+                   "energy.local", "area.unit_logic", "area.uncore", "area.io", "hbm.stack_sites", "hbm.capacity")
+
+#: the links whose rate :func:`derive` computes
+LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")
+
+
+def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every derived chip figure of N design points from their raw inputs, vectorized: the inputs plus
+
+    ``hbm.capacity_per_stack`` = given, else layers x capacity per layer          (seed 004 §4.1.3)
+    ``memory.bandwidth`` = HBM stacks x pins x pin rate (the /8 is in the parsed rate); DRAM or SRAM: given
+    ``memory.capacity`` = HBM enabled capacity if given, else stacks x per-stack; DRAM or SRAM: given
+    ``energy.memory`` = given, else the memory technology's J/B; SRAM main memory: the node's SRAM read
+                        energy of an array of the per-die capacity
+    ``energy.l2``, ``energy.local`` = given, else the node's SRAM read energy of an array of ``l2`` /
+                        ``local_buffer`` bytes (:func:`dse.technology.sram_read_energy`)
+    ``power.static`` = given, else static fraction (given, else the node's) x TDP (0 W without a TDP)
+    ``tdp`` = given, else no limit (inf)
+    ``links.<link>.rate`` = bandwidth if given, else lanes x lane rate (per direction)
+
+    ``inputs`` is :meth:`Chips.inputs_view` per point (NaN: not given), with any
+    overrides; a derived name present in ``inputs`` with a number is "given" and
+    wins over its derivation. The one derivation of :meth:`Chips.from_specs`,
+    :meth:`Chips.from_base` and (through from_specs) :func:`with_overrides`.
+    """
+    a = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
+    n = len(next(iter(a.values())))
+    nan = np.full(n, np.nan)
+
+    def get(key):
+        return a.get(key, nan)
+
+    def given(key, derived):
+        g = a.get(key)
+        return derived if g is None else np.where(np.isnan(g), derived, g)
+
+    out = dict(a)
+    kind = get("memory.kind")
+    hbm, dram, sram = kind == 0, kind == 1, kind == 2
+    per_stack = given("hbm.capacity_per_stack", get("hbm.layers") * get("hbm.capacity_per_layer"))
+    if "hbm.stacks" in a:
+        out["hbm.capacity_per_stack"] = per_stack
+    stacks = get("hbm.stacks")
+    with np.errstate(invalid="ignore"):
+        bandwidth = np.where(hbm, stacks * (get("hbm.pins_per_stack") * get("hbm.pin_rate")),
+                             np.where(dram, get("dram.bandwidth"), get("sram.bandwidth")))
+        capacity = np.where(hbm, given("hbm.capacity", stacks * per_stack),
+                            np.where(dram, get("dram.capacity"), get("sram.capacity")))
+    out["memory.bandwidth"] = given("memory.bandwidth", bandwidth)
+    out["memory.capacity"] = given("memory.capacity", capacity)
+
+    def sram_energy(size):
+        return technology.sram_read_energy(size, get("tech.sram_small"), get("tech.sram_small_size"),
+                                           get("tech.sram_large"), get("tech.sram_large_size"))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        on_die = np.where(sram, get("sram.capacity") / get("dies"), 0.0)
+        out["energy.memory"] = given("energy.memory", np.where(sram, sram_energy(on_die), get("tech.memory_energy")))
+    out["energy.l2"] = given("energy.l2", sram_energy(get("l2")))
+    out["energy.local"] = given("energy.local", sram_energy(get("local_buffer")))
+    tdp = get("tdp")
+    fraction = given("power.static_fraction", get("tech.static_fraction"))
+    out["power.static"] = given("power.static", fraction * np.where(np.isnan(tdp), 0.0, tdp))
+    out["tdp"] = np.where(np.isnan(tdp), np.inf, tdp)
+    for key in LINK_KEYS:
+        if any(k in a for k in (f"{key}.bandwidth", f"{key}.lanes", f"{key}.lane_rate")):
+            out[f"{key}.rate"] = given(f"{key}.rate",
+                                       given(f"{key}.bandwidth", get(f"{key}.lanes") * get(f"{key}.lane_rate")))
+    return out
