@@ -205,14 +205,15 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         try:
             time_s = _parse_time(cell["measured_time_s"], "time")
         except (ValueError, SpecError):
-            err("measured_time_s", "a time > 0 in seconds (0.02583) or with a unit ('25.83 ms')",
+            err("measured_time_s", "a time between 1 ns and 1 day, in seconds (0.02583) or with a unit ('25.83 ms')",
                 cell["measured_time_s"])
         energy = None
         if cell.get("measured_energy_j"):
             try:
                 energy = _parse_time(cell["measured_energy_j"], "energy")
             except (ValueError, SpecError):
-                err("measured_energy_j", "an energy > 0 in joules (0.0258) or with a unit ('25.8 mJ'), or empty",
+                err("measured_energy_j", "an energy between 1 pJ and 1 GJ, in joules (0.0258) or with a unit "
+                    "('25.8 mJ'), or empty",
                     cell["measured_energy_j"])
         n = None
         if cell.get("n_samples"):
