@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dse.workload.capacity import chips_to_hold, max_requests
 from dse.workload.formats import Formats
+from dse.workload.hf_config import read_hf_config  # noqa: F401 - a config.json by path (load_model reads it)
 from dse.workload.models import (
     MODEL_DIR,
     ModelConfig,

@@ -18,6 +18,7 @@ from dse.precision import storage_bytes
 from dse.spec import load_yaml, validate
 from dse.spec.types import Count, CountOrZero, Record
 from dse.workload.formats import _as_formats, _matrix_bytes
+from dse.workload.hf_config import is_config_path, read_hf_config
 
 MODEL_DIR = Path(__file__).resolve().parents[1] / "data" / "models"
 
@@ -114,20 +115,34 @@ def _load_model_file(name: str) -> ModelConfig:
     return cfg
 
 
-def load_model(name: str | ModelConfig) -> ModelConfig:
-    """The shipped model config called ``name`` (SpecError with did-you-mean if unknown).
+def load_model(name: str | Path | ModelConfig) -> ModelConfig:
+    """The shipped model config called ``name``, or a Hugging Face config.json given by path.
 
     Configs carry the Hugging Face config.json values that seed 004 §4.3.1 and
-    §4.8.2 use (layers, hidden, heads, KV heads, head dim, FFN width, vocab).
+    §4.8.2 use (layers, hidden, heads, KV heads, head dim, FFN width, vocab);
+    a ``.json`` path is read by :func:`dse.workload.hf_config.read_hf_config`.
+    SpecError with did-you-mean if the name is unknown.
     """
     if isinstance(name, ModelConfig):
         return name
+    if is_config_path(name):
+        path = Path(name).resolve()
+        return _load_hf_file(str(path), path.stat().st_mtime_ns if path.is_file() else 0)
     if not isinstance(name, str):
         raise SpecError(f"model must be a name, got {name!r}")
     key = name.strip().lower()
     if key not in model_names():
         raise SpecError(unknown_name("model", name, model_names()))
     return _load_model_file(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_hf_file(path: str, mtime_ns: int) -> ModelConfig:
+    """A config.json's ModelConfig (cached per file version)."""
+    try:
+        return validate(ModelConfig, read_hf_config(path))
+    except SpecError as e:
+        raise SpecError([f"{path}: {m}" if not m.startswith(path) else m for m in e.problems]) from None
 
 
 def parameter_counts(model: ModelConfig | str) -> dict[str, int]:
