@@ -65,7 +65,7 @@ def _load_extra_commands() -> None:
 
     if _EXTRA_COMMANDS:
         return
-    for mod in ("dse.cli.eval", "dse.cli.study", "dse.cli.whatif", "dse.cli.calibrate"):
+    for mod in ("dse.cli.eval", "dse.cli.study", "dse.cli.whatif", "dse.cli.calibrate", "dse.cli.serve"):
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as e:
