@@ -16,6 +16,8 @@ step.py         :func:`mixed_step`: one iteration (decodes + a prompt chunk) as 
 model.py        :func:`serve`, :func:`disaggregated`, :class:`ServingPoint`
 knobs.py        the shipped knob file and knob files: :func:`resolve_knobs`, :func:`default_knobs`
 calibration.py  the fit on measured serving (rows, fit, leave-one-out, the knob file)
+scenarios.py    :func:`evaluate_scenarios`, :func:`fronts`: every design on every scenario,
+                a front per scenario and one over the weighted mix
 =============== ==============================================================
 
 Example (the shipped fit; TensorRT-LLM measured 15,220 output tokens/s for this row)::
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 from dse.serve.knobs import KNOBS_FILE, default_knobs, read_knobs_file, resolve_knobs
 from dse.serve.model import LIMITS, DisaggregatedPoint, ServingPoint, disaggregated, serve, system_chip
+from dse.serve.scenarios import Scenario, evaluate_scenarios, fronts, system_design
 from dse.serve.scenario import IDEAL, KNOB_NAMES, Engine, Knobs, Parallelism, RequestMix
 from dse.serve.step import mixed_step
 
@@ -51,4 +54,8 @@ __all__ = [
     "default_knobs",
     "read_knobs_file",
     "KNOBS_FILE",
+    "Scenario",
+    "evaluate_scenarios",
+    "fronts",
+    "system_design",
 ]
