@@ -154,7 +154,13 @@ def system_chip(chip, parallelism: Parallelism = Parallelism(), knobs: Knobs = I
     with ``system.pipeline: true`` (dse.model.evaluator); the knobs are its ``calibration.*`` overrides.
     """
     spec = chip if isinstance(chip, ChipSpec) else load_chip(chip)
-    alpha = spec.flat().get("links.scale_up.alpha", 0.0) or 0.0 if parallelism.chips > 1 else None
+    alpha = None
+    if parallelism.chips > 1:
+        if spec.links.scale_up is None:
+            raise SpecError(f"{spec.name}: a system of {parallelism.chips} chips ({parallelism.label()}) needs a "
+                            "scale-up link between them; the chip has no links.scale_up (expected a chip file "
+                            "with links.scale_up.bandwidth, or tp = pp = 1)")
+        alpha = spec.flat().get("links.scale_up.alpha", 0.0) or 0.0
     over: dict[str, object] = dict(knobs.overrides(alpha))
     if parallelism.chips > 1:
         over["system.chips"] = parallelism.chips

@@ -169,3 +169,5 @@ def test_errors_are_spec_errors():
         Engine(kv_fraction=1.5)
     with pytest.raises(SpecError, match="load"):
         serve("h100-sxm", "llama-3.1-8b", 10, 10, load=0)
+    with pytest.raises(SpecError, match="rtx-4090: a system of 2 chips .* needs a scale-up link"):
+        serve("rtx-4090", "llama-3.1-8b", 10, 10, tp=2)
