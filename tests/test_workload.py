@@ -27,6 +27,8 @@ PUBLISHED_PARAMS = {
     "llama-3.1-70b": 70.6e9,
     "llama-3.1-405b": 405.9e9,
     "mixtral-8x7b": 46.7e9,
+    "llama-3.3-70b": 70.6e9,  # model card (meta-llama/Llama-3.3-70B-Instruct)
+    "qwen3-30b-a3b": 30.5e9,  # model card (Qwen/Qwen3-30B-A3B: 30.5B total, 3.3B activated)
 }
 
 
