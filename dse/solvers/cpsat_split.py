@@ -13,40 +13,57 @@ a name the space leaves out stays at the base chip's value):
     hbm.stacks     s   stacks, s >= 1
     clock          f   Hz (a set)
 
-Time of the mix (a roofline per operator, seed 004 §4.8.1; the tile-level detail -- wave quantization,
-the clock throttling of one tiling -- belongs to :mod:`dse.solvers.cpsat_tiles`):
+Time of the mix (a roofline per operator at the peak clock, seed 004 §4.8.1; the tile-level detail --
+wave quantization, tile shapes -- belongs to :mod:`dse.solvers.cpsat_tiles`):
 
-    T = sum over workloads w (weight a_w) of sum over operators o (count c_o) of t_o
+    T = sum over workloads w (weight a_w / sum a) of sum over operators o (count c_o) of t_o
     t_o = max( K_o / (u f),  B_o(b, l) / (s R_stack),  B_o(b, l) / cap_Little )
-    K_o = max(padded FLOPs / (FLOP/cycle x compute efficiency), vector cycles)   (unit-cycles; evaluator,
-          at the peak clock: the evaluator's per-operator power throttle is replaced by the tdp limit)
+    K_o = max(padded FLOPs / (FLOP/cycle x compute efficiency), vector cycles)   (unit-cycles; evaluator)
     B_o(b, l) = the evaluator's off-chip bytes for o with the default tiles of a local buffer b and an L2 l
                 (re-reads of operands that do not fit L2); it does not depend on u, s or f
+    t_o is the evaluator's compute-busy time of the operator at the peak clock (busy_c of its power
+    ceiling); the evaluator's own time adds wave quantization, launches and step overheads, so T is a lower
+    bound of the join's time (the workload weights are normalized as the join's mix is)
 
-Limits (each linear in the decisions for a fixed process; the constants come from dse.model.area and
-dse.technology, probed once, so the model follows those modules):
+Limits (each linear in the decisions for a fixed process; the constants come from dse.model.area, the
+evaluator and dse.technology, probed once, so the model follows those modules):
 
     reticle        die(u, b, l, s) = uphys(u) A_unit(b) + l A_cache + s A_phy + A_fixed <= reticle
                    uphys(u) = the area model's physical units (spares for yield) for u enabled units
     hbm_shoreline  s <= 2 stacks_per_edge(sqrt(die x aspect))  <=>  die >= A_shore(s)  (a table over s)
-    tdp            P_static + u P_unit(f) + s P_stack <= TDP     P_unit(f) = FLOP/cycle e_FLOP f (f / f0)^2
-                   (voltage scales with clock, P ~ f^3; ~ f at fixed voltage), P_stack = R_stack e_byte
+    tdp            P_static + max_o E_o(u, b, l) / t_o <= TDP: the evaluator's peak power (its peak_power_w,
+                   static power + the largest energy / time of an operator) at the peak clock, E_o the
+                   evaluator's energy of one instance of o (compute and memory). This is the join's tdp
+                   constraint, peak_power_w <= tdp, for a design that holds its peak clock -- and it makes
+                   the design hold it: the evaluator throttles an operator only when its power at the peak
+                   clock exceeds TDP - static, which this rules out. Without wave losses it equals the
+                   join's peak power; with them it is an upper bound of it.
     fits_memory    s C_stack >= resident bytes (the largest of the mix)
+
+The chosen design is re-evaluated by the join (:func:`dse.evaluate.evaluate_design`): the result reports
+the join's time, peak power and die area (``time_s``, ``power_w``, ``die_area_mm2``) beside the model's
+(``model_time_s``, ``model_power_w``), and the join's tdp constraint and clock ratio in ``info``; a choice
+the join finds over the TDP is a SolverError (the model and the evaluator disagree).
 
 Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract): the clock
 and the (b, l) pair are one-hot booleans; the products u x [f] and uphys x [b] are integer variables
 pinned by enforcement literals (``only_enforce_if``); the 1 / (u f) and 1 / s of the roofline become
-products kept on the left, ``t_o x u >= sum_f [f] ceil(K_o / (f q))`` and ``t_o x s >= sum_bl [b,l]
-ceil(B_o / (R q))`` (``add_multiplication_equality``), exact up to the time unit q (2^-30 of the mix's
-lower bound); workload weights x counts become integers at 2^-30 (or as fine as int64 allows); areas in
-1e-6 mm^2, power in mW, all through :func:`~dse.solvers.cpsat_tiles.to_int`.
-Each limit's constraints carry one enforcement literal named after the constraint module; the solve
-assumes them all, so an infeasible space comes back with CP-SAT's core of limits that conflict, named in
-the InfeasibleError. 1 worker, a time limit; OPTIMAL and FEASIBLE accepted.
+products kept on the left and pinned on both sides, ``t_c x u`` in ``sum_f [f] ceil(K_o / (f q)) + [0,
+u - 1]`` and ``t_m x s`` likewise for ``B_o / (R q)`` (``add_multiplication_equality``), ``t_o = max(t_c,
+t_m, t_Little)``, so t_o is the roofline time exactly up to the time unit q (2^-30 of the mix's lower
+bound); the tdp limit is ``P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l)`` with the one-hot product [u,b,l]
+of the unit and (b, l) selectors (rounded so that it implies the float limit); workload weights x counts
+become integers at 2^-30 (or as fine as int64 allows); areas in 1e-6 mm^2, all through
+:func:`~dse.solvers.cpsat_common.to_int`. Each limit's constraints carry one enforcement literal named
+after the constraint module; the solve assumes them all, so an infeasible space comes back with CP-SAT's
+core of limits that conflict, named in the InfeasibleError. Among designs of the least time the smallest
+die wins (then the first in the order of the space: a unique answer, which the grid reproduces). 1 worker
+and a fixed seed, limited in deterministic time (dse.solvers.cpsat_common: the same answer on any machine
+load); OPTIMAL and FEASIBLE accepted.
 
 :func:`split_grid` enumerates every combination with numpy over the same data, with the die area, the
 shoreline and the constraint values from dse.model.area.package_area and the ``constraints/`` modules
-themselves: it is the test oracle.
+themselves, and the join's metrics of every design: it is the test oracle.
 """
 
 from __future__ import annotations
@@ -61,10 +78,11 @@ from ortools.sat.python import cp_model
 
 from dse import technology
 from dse.errors import InfeasibleError, SolverError, SpecError, unknown_name
+from dse.evaluate import evaluate_design
 from dse.hardware import ChipSpec, Chips, load_chip
-from dse.model import area as area_model
+from dse.model import area as area_model, links
 from dse.model.evaluator import _format_rate, evaluate_workload, op_table
-from dse.solvers.cpsat_tiles import status_name, to_int
+from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.workload import Workload
 
@@ -76,7 +94,7 @@ SPLIT_PARAMS = ("units", "local_buffer", "l2", "hbm.stacks", "clock")
 CONSTRAINTS = ("reticle", "hbm_shoreline", "tdp", "fits_memory")
 TIME_BITS = 30      # the time unit is the mix's lower-bound time / 2^30
 AREA_UNIT = 1e-6    # mm^2
-POWER_UNIT = 1e-3   # W
+POWER_BITS = 20     # the power left beside static power (TDP - static) is 2^20 power units
 
 
 # ------------------------------------------------------------------ data
@@ -95,9 +113,10 @@ class SplitData:
     stacks: np.ndarray           # (S,)
     clocks: np.ndarray           # (F,) Hz
     op_names: tuple[str, ...]    # "workload/op"
-    weight: np.ndarray           # (O,) workload weight x count
+    weight: np.ndarray           # (O,) workload weight (normalized over the mix) x count
     cycles: np.ndarray           # (O,) K_o: unit-cycles (compute time = K_o / (u f))
     bytes: np.ndarray            # (O, B, L) off-chip bytes
+    energy: np.ndarray           # (O, U, B, L) J of one instance of o (the evaluator's compute + memory energy)
     stack_bandwidth: float       # B/s per stack, efficiency included
     little_cap: float            # B/s, inf without a Little's-law cap
     uphys: np.ndarray            # (U,) physical units
@@ -108,30 +127,31 @@ class SplitData:
     shore_area: np.ndarray       # (S,) smallest die area whose long edges hold s stacks
     reticle: float               # mm^2
     static_power: float          # W
-    unit_power: np.ndarray       # (F,) W per unit at each clock
-    stack_power: float           # W per stack at full bandwidth
     tdp: float                   # W (inf: no limit)
     stack_capacity: float        # B
     resident: float              # B
 
-    def time_of(self, iu, ib, il, is_, if_) -> np.ndarray:
-        """The mix's time (s) at decision indices (numpy, broadcasting): the objective, in floats."""
+    def op_times(self, iu, ib, il, is_, if_) -> np.ndarray:
+        """t_o (s) of every operator at decision indices (numpy, broadcasting; operators last)."""
         u = self.units[iu][..., None]
         f = self.clocks[if_][..., None]
         s = self.stacks[is_][..., None]
-        by = self.bytes[:, ib, il]
-        by = np.moveaxis(by, 0, -1)
-        t = np.maximum(self.cycles / (u * f), by / (s * self.stack_bandwidth))
-        if math.isfinite(self.little_cap):
-            t = np.maximum(t, by / self.little_cap)
-        return (t * self.weight).sum(axis=-1)
+        by = np.moveaxis(self.bytes[:, ib, il], 0, -1)
+        bw = np.minimum(s * self.stack_bandwidth, self.little_cap)  # links.effective_bandwidth, per stack count
+        return np.maximum(self.cycles / (u * f), by / bw)
+
+    def time_of(self, iu, ib, il, is_, if_) -> np.ndarray:
+        """The mix's time (s) at decision indices (numpy, broadcasting): the objective, in floats."""
+        return (self.op_times(iu, ib, il, is_, if_) * self.weight).sum(axis=-1)
 
     def die_area(self, iu, ib, il, is_) -> np.ndarray:
         return (self.uphys[iu] * self.unit_area[ib] + self.l2s[il] * self.cache_area + self.stacks[is_] * self.phy_area
                 + self.fixed_area)
 
-    def power(self, iu, is_, if_) -> np.ndarray:
-        return self.static_power + self.units[iu] * self.unit_power[if_] + self.stacks[is_] * self.stack_power
+    def power(self, iu, ib, il, is_, if_) -> np.ndarray:
+        """The evaluator's peak power at the peak clock (W): static + max_o E_o / t_o (the tdp limit's quantity)."""
+        e = np.moveaxis(self.energy[:, iu, ib, il], 0, -1)
+        return self.static_power + (e / self.op_times(iu, ib, il, is_, if_)).max(axis=-1)
 
 
 def _values(space: DesignSpace | None, name: str, default: float) -> np.ndarray:
@@ -218,12 +238,18 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         raise SpecError("split solver: units and hbm.stacks must be integers")
     process, memory = base.process, base.hbm.generation
 
-    # ---- time: unit-cycles per operator (at the base chip) and off-chip bytes per (buffer, L2)
-    names, weights, cycles, byte_rows = [], [], [], []
-    nb, nl = len(buffers), len(l2s)
-    grid_b, grid_l = np.repeat(buffers, nl), np.tile(l2s, nb)
-    bl = _chips(base, nb * nl, {"local_buffer": grid_b, "l2": grid_l})
+    # ---- time: unit-cycles per operator (at the base chip) and off-chip bytes per (buffer, L2); energy per
+    # (units, buffer, L2); each from the evaluator on every (u, b, l) of the space
+    names, weights, cycles, byte_rows, energy_rows = [], [], [], [], []
+    nu, nb, nl = len(units), len(buffers), len(l2s)
+    grid_u, grid_b, grid_l = (a.ravel() for a in np.meshgrid(units, buffers, l2s, indexing="ij"))
+    ubl = _chips(base, nu * nb * nl, {"units": grid_u, "local_buffer": grid_b, "l2": grid_l})
+    static = ubl.get("power.static", 0.0)
+    if not np.allclose(static, static[0], rtol=1e-12):
+        raise SolverError("split solver: the static power now depends on the design, which the split model takes "
+                          "as constant; revisit dse.solvers.cpsat_split")
     u0, f0 = float(ref.total_units[0]), g("clock")
+    total_weight = sum(a for _, a in mix)
     # the roofline is at the peak clock (the TDP is a limit of the model, not a throttle): padded FLOPs and
     # vector times from the base chip without a TDP, where no operator's clock throttles
     peak = _chips(base, 1, {"tdp": np.array([np.inf])})
@@ -241,18 +267,19 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         if not np.all(np.isfinite(k_matrix)):
             bad = [t.names[i] for i in np.nonzero(~np.isfinite(k_matrix))[0]]
             raise SpecError(f"split solver: chip {base.name} has no matrix rate for operators {bad}")
-        traffic = evaluate_workload(bl, w, breakdown=True).operators.bytes_memory  # (B L, O)
-        check = evaluate_workload(_chips(base, nb * nl, {"local_buffer": grid_b, "l2": grid_l,
-                                                         "units": np.full(nb * nl, units.max())}), w,
-                                  breakdown=True).operators.bytes_memory
-        if not np.allclose(traffic, check, rtol=1e-12):
+        ops = evaluate_workload(ubl, w, breakdown=True).operators
+        O = len(t.names)
+        traffic = ops.bytes_memory.T.reshape(O, nu, nb, nl)
+        if not np.allclose(traffic, traffic[:, :1], rtol=1e-12):
             raise SolverError("split solver: the evaluator's off-chip traffic now depends on the unit count, "
                               "which the split model takes as separable; revisit dse.solvers.cpsat_split")
         names += [f"{w.name}/{n}" for n in t.names]
-        weights.append(a * t.count)
+        weights.append(a / total_weight * t.count)
         cycles.append(np.maximum(k_matrix, k_vector) / g("dies", 1.0))
-        byte_rows.append(traffic.T.reshape(len(t.names), nb, nl))
+        byte_rows.append(traffic[:, 0])
+        energy_rows.append(ops.energy.T.reshape(O, nu, nb, nl))
     weight, cyc, byt = np.concatenate(weights), np.concatenate(cycles), np.concatenate(byte_rows, axis=0)
+    energy = np.concatenate(energy_rows, axis=0)
 
     # ---- area: probe the area model (linear in uphys x unit(b), l2, stacks for one monolithic die)
     probe = _chips(base, nb, {"local_buffer": buffers, "l2": np.full(nb, max(base.l2, 2.0**20)),
@@ -286,22 +313,17 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
             a = a * (1 + 1e-12) + 1e-12
         shore[i] = a
 
-    # ---- power (seed 004 §4.1.3): static + units x unit power at clock + stacks x stack power
-    fmts = {f for w, _ in mix for f in op_table(w).formats}
-    per_unit0 = max(_format_rate(ref, f)[0][0] * _format_rate(ref, f)[1][0] for f in fmts) * f0  # W at f0
-    exponent = 3.0 if g("power.voltage_scaling", 1.0) > 0.5 else 1.0
-    unit_power = per_unit0 * (clocks / f0) ** exponent
+    # ---- memory interface: the stacks' bandwidth and the Little's-law cap (dse.model.links)
     stack_bw = float(base.hbm.stack_bandwidth) * g("calibration.bandwidth_efficiency", 1.0)
-    lat, inflight = g("memory_system.latency"), g("memory_system.outstanding")
-    txn = g("memory_system.transaction", 128.0)
+    little = float(links.effective_bandwidth(np.inf, g("memory_system.outstanding"),
+                                             g("memory_system.transaction", 128.0), g("memory_system.latency")))
     return SplitData(
         base=base, process=process, memory=memory, units=units, buffers=buffers, l2s=l2s, stacks=stacks,
-        clocks=clocks, op_names=tuple(names), weight=weight, cycles=cyc, bytes=byt,
-        stack_bandwidth=stack_bw, little_cap=inflight * txn / lat if lat > 0 and inflight > 0 else math.inf,
+        clocks=clocks, op_names=tuple(names), weight=weight, cycles=cyc, bytes=byt, energy=energy,
+        stack_bandwidth=stack_bw, little_cap=little,
         uphys=uphys, unit_area=unit_area, cache_area=cache_area, phy_area=phy_area, fixed_area=fixed_area,
         shore_area=shore, reticle=float(reticle if reticle is not None else area_model.reticle_area_mm2()),
-        static_power=g("power.static"), unit_power=unit_power,
-        stack_power=float(base.hbm.stack_bandwidth) * g("calibration.bandwidth_efficiency", 1.0) * g("energy.memory"),
+        static_power=float(static[0]),
         tdp=float(tdp if tdp is not None else g("tdp", math.inf)),
         stack_capacity=float(base.hbm.stack_capacity),
         resident=max(float(w.resident_bytes) for w, _ in mix),
@@ -313,8 +335,15 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
 
 @dataclass(frozen=True)
 class SplitChoice:
-    """The chosen die and what it costs. ``time_s``: the mix's time by the data's float formulas;
-    ``model_time_s``: CP-SAT's integer objective scaled back (equal within ~1e-7)."""
+    """The chosen die and what the join says it costs.
+
+    ``time_s``, ``power_w`` and ``die_area_mm2`` are the join's (:func:`dse.evaluate.evaluate_design` on the
+    chosen design: the mix's time, its peak power ``peak_power_w`` and the die area), the figures every other
+    solver reports; ``model_time_s`` and ``model_power_w`` are the split model's (the roofline mix time and
+    the peak power at the peak clock, CP-SAT's integer objective scaled back for the time). ``info`` holds the
+    join's clock ratio and tdp constraint value (``join_tdp_w``: peak_power_w - tdp, <= 0), the solve's
+    statistics and the deterministic time used.
+    """
 
     units: int
     local_buffer: float
@@ -327,6 +356,7 @@ class SplitChoice:
     power_w: float
     status: str
     solve_time_s: float
+    model_power_w: float = math.nan
     info: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -334,6 +364,18 @@ class SplitChoice:
         """The design as the chip's dotted names (a DesignSpace point)."""
         return {"units": self.units, "local_buffer": self.local_buffer, "l2": self.l2,
                 "hbm.stacks": self.hbm_stacks, "clock": self.clock}
+
+
+def design_chips(d: SplitData, iu, ib, il, is_, if_) -> Chips:
+    """The designs at decision indices (arrays) as Chips: the base chip with the five decisions (and the
+    split's TDP, when one was given) -- what the join evaluates."""
+    iu, ib, il, is_, if_ = (np.atleast_1d(np.asarray(x)) for x in (iu, ib, il, is_, if_))
+    n = iu.size
+    over = {"units": d.units[iu], "local_buffer": d.buffers[ib], "l2": d.l2s[il], "hbm.stacks": d.stacks[is_],
+            "clock": d.clocks[if_]}
+    if math.isfinite(d.tdp) and d.tdp != d.base.tdp:
+        over["tdp"] = np.full(n, d.tdp)
+    return _chips(d.base, n, over)
 
 
 # ------------------------------------------------------------------ model
@@ -348,8 +390,9 @@ class _SplitModel:
         self.limit = {name: self.m.new_bool_var(f"limit[{name}]") for name in CONSTRAINTS}
         self._scales()
         self._variables()
-        self._constraints()
         self._objective()
+        self._constraints()
+        self.m.add_assumptions(list(self.limit.values()))
 
     def _scales(self):
         d = self.d
@@ -359,14 +402,25 @@ class _SplitModel:
         if lb <= 0:
             raise SpecError("split solver: the workloads do no work")
         self.q = lb / 2**TIME_BITS
+        # integer coefficients of the time terms (rounded up: the model's t_o is the least integer >= t_o / q)
+        self.comp = np.array([[to_int(c / f, self.q, "up") for f in d.clocks] for c in d.cycles], dtype=np.int64)
+        self.mem = np.array([[[to_int(b / d.stack_bandwidth, self.q, "up") for b in row] for row in op]
+                             for op in d.bytes], dtype=np.int64)
+        if math.isfinite(d.little_cap):
+            self.little = np.array([[[to_int(b / d.little_cap, self.q, "up") for b in row] for row in op]
+                                    for op in d.bytes], dtype=np.int64)
+        else:
+            self.little = np.zeros_like(self.mem)
 
     def _variables(self):
         d, m = self.d, self.m
         self.x_f = [m.new_bool_var(f"clock[{f:.6g}]") for f in d.clocks]
         self.x_s = [m.new_bool_var(f"stacks[{int(s)}]") for s in d.stacks]
+        self.x_u = [m.new_bool_var(f"units[{int(u)}]") for u in d.units]
         self.y_bl = [[m.new_bool_var(f"buffer_l2[{int(b)},{int(l2)}]") for l2 in d.l2s] for b in d.buffers]
         m.add_exactly_one(self.x_f)
         m.add_exactly_one(self.x_s)
+        m.add_exactly_one(self.x_u)
         m.add_exactly_one([y for row in self.y_bl for y in row])
         self.x_b = [m.new_bool_var(f"buffer[{int(b)}]") for b in d.buffers]
         self.x_l = [m.new_bool_var(f"l2[{int(l2)}]") for l2 in d.l2s]
@@ -375,19 +429,14 @@ class _SplitModel:
         for j, x in enumerate(self.x_l):
             m.add(x == sum(self.y_bl[i][j] for i in range(len(d.buffers))))
         self.i_u = m.new_int_var(0, len(d.units) - 1, "units_index")
+        m.add(self.i_u == sum(i * x for i, x in enumerate(self.x_u)))
         self.u = m.new_int_var(int(d.units.min()), int(d.units.max()), "units")
-        m.add_element(self.i_u, [int(x) for x in d.units], self.u)
+        m.add(self.u == sum(int(u) * x for u, x in zip(d.units, self.x_u)))
         self.uphys = m.new_int_var(int(d.uphys.min()), int(d.uphys.max()), "units_physical")
-        m.add_element(self.i_u, [int(x) for x in d.uphys], self.uphys)
+        m.add(self.uphys == sum(int(p) * x for p, x in zip(d.uphys, self.x_u)))
         self.s = m.new_int_var(int(d.stacks.min()), int(d.stacks.max()), "stacks")
         m.add(self.s == sum(int(s) * x for s, x in zip(d.stacks, self.x_s)))
-        # u x [f] and uphys x [b], pinned by the selectors
-        self.u_at_f = []
-        for f, x in zip(d.clocks, self.x_f):
-            z = m.new_int_var(0, int(d.units.max()), f"units_at_clock[{f:.6g}]")
-            m.add(z == self.u).only_enforce_if(x)
-            m.add(z == 0).only_enforce_if(~x)
-            self.u_at_f.append(z)
+        # uphys x [b], pinned by the selectors
         self.uphys_at_b = []
         for b, x in zip(d.buffers, self.x_b):
             z = m.new_int_var(0, int(d.uphys.max()), f"units_physical_at_buffer[{int(b)}]")
@@ -395,13 +444,56 @@ class _SplitModel:
             m.add(z == 0).only_enforce_if(~x)
             self.uphys_at_b.append(z)
 
+    def _objective(self):
+        d, m = self.d, self.m
+        self.t, self.t_hi = [], []
+        u_lo, s_lo = int(d.units.min()), int(d.stacks.min())
+        nb, nl = len(d.buffers), len(d.l2s)
+        for o, name in enumerate(d.op_names):
+            comp, mem, little = self.comp[o], self.mem[o], self.little[o]
+            hc = int(comp.max()) // u_lo + 1
+            hm = int(mem.max()) // s_lo + 1
+            hi = max(hc, hm, int(little.max()))
+            # t_c = ceil(sum_f [f] C_f / u), t_m = ceil(sum_bl [b,l] M_bl / s): pinned on both sides
+            tc = m.new_int_var(0, hc, f"t_compute[{name}]")
+            tcu = m.new_int_var(0, hc * int(d.units.max()), f"t_compute_x_units[{name}]")
+            m.add_multiplication_equality(tcu, [tc, self.u])
+            c_sel = sum(int(c) * x for c, x in zip(comp, self.x_f))
+            m.add(tcu >= c_sel)
+            m.add(tcu <= c_sel + self.u - 1)
+            tm = m.new_int_var(0, hm, f"t_memory[{name}]")
+            tms = m.new_int_var(0, hm * int(d.stacks.max()), f"t_memory_x_stacks[{name}]")
+            m.add_multiplication_equality(tms, [tm, self.s])
+            m_sel = sum(int(mem[i, j]) * self.y_bl[i][j] for i in range(nb) for j in range(nl))
+            m.add(tms >= m_sel)
+            m.add(tms <= m_sel + self.s - 1)
+            terms = [tc, tm]
+            if math.isfinite(d.little_cap):
+                tl = m.new_int_var(0, int(little.max()), f"t_little[{name}]")
+                m.add(tl == sum(int(little[i, j]) * self.y_bl[i][j] for i in range(nb) for j in range(nl)))
+                terms.append(tl)
+            t = m.new_int_var(0, hi, f"t[{name}]")
+            m.add_max_equality(t, terms)
+            self.t.append(t)
+            self.t_hi.append(hi)
+        # weights as integers: as fine as the objective's int64 range allows (2^-30 at best)
+        top = float(np.dot(d.weight, self.t_hi))
+        self.w_scale = 2.0 ** min(30, math.floor(61 - math.log2(max(top, 1.0))))
+        if self.w_scale < 1:
+            raise SolverError("split solver: the objective does not fit CP-SAT's 64-bit integers; "
+                              "narrow the space or the workload mix")
+        self.w_int = [to_int(w * self.w_scale) for w in d.weight]
+        self.objective = sum(w * t for w, t in zip(self.w_int, self.t))
+        m.minimize(self.objective)
+
     def _constraints(self):
         d, m, lim = self.d, self.m, self.limit
         # reticle and shoreline: the die area in AREA_UNIT
-        unit_a = [to_int(a, AREA_UNIT, "nearest") for a in d.unit_area]
-        area = (sum(c * z for c, z in zip(unit_a, self.uphys_at_b))
-                + sum(to_int(l2 * d.cache_area, AREA_UNIT) * x for l2, x in zip(d.l2s, self.x_l))
-                + to_int(d.phy_area, AREA_UNIT) * self.s + to_int(d.fixed_area, AREA_UNIT))
+        self.unit_a = [to_int(a, AREA_UNIT, "nearest") for a in d.unit_area]
+        self.l2_a = [to_int(l2 * d.cache_area, AREA_UNIT) for l2 in d.l2s]
+        self.phy_a, self.fixed_a = to_int(d.phy_area, AREA_UNIT), to_int(d.fixed_area, AREA_UNIT)
+        area = (sum(c * z for c, z in zip(self.unit_a, self.uphys_at_b))
+                + sum(c * x for c, x in zip(self.l2_a, self.x_l)) + self.phy_a * self.s + self.fixed_a)
         hi = to_int(d.uphys.max() * d.unit_area.max() + d.l2s.max() * d.cache_area + d.stacks.max() * d.phy_area
                     + d.fixed_area, AREA_UNIT, "up") + 1
         self.area = m.new_int_var(0, hi, "die_area")
@@ -409,57 +501,87 @@ class _SplitModel:
         m.add(self.area <= to_int(d.reticle, AREA_UNIT, "down")).only_enforce_if(lim["reticle"])
         m.add(self.area >= sum(to_int(a, AREA_UNIT, "up") * x for a, x in zip(d.shore_area, self.x_s))
               ).only_enforce_if(lim["hbm_shoreline"])
-        # TDP, in POWER_UNIT
         if math.isfinite(d.tdp):
-            power = (to_int(d.static_power, POWER_UNIT) + to_int(d.stack_power, POWER_UNIT) * self.s
-                     + sum(to_int(p, POWER_UNIT) * z for p, z in zip(d.unit_power, self.u_at_f)))
-            m.add(power <= to_int(d.tdp, POWER_UNIT, "down")).only_enforce_if(lim["tdp"])
+            self._tdp()
         # capacity
         m.add(self.s >= math.ceil(d.resident / d.stack_capacity - 1e-12)).only_enforce_if(lim["fits_memory"])
 
-    def _objective(self):
-        d, m, q = self.d, self.m, self.q
-        self.t = []
-        his = []
-        u_lo, s_lo = int(d.units.min()), int(d.stacks.min())
-        for o, name in enumerate(d.op_names):
-            comp = [to_int(d.cycles[o] / f, q, "up") for f in d.clocks]
-            mem = [[to_int(d.bytes[o, i, j] / d.stack_bandwidth, q, "up") for j in range(len(d.l2s))]
-                   for i in range(len(d.buffers))]
-            hi = max(max(comp) // u_lo, max(max(r) for r in mem) // s_lo) + 1
-            if math.isfinite(d.little_cap):
-                little = [[to_int(d.bytes[o, i, j] / d.little_cap, q, "up") for j in range(len(d.l2s))]
-                          for i in range(len(d.buffers))]
-                hi = max(hi, max(max(r) for r in little))
-            t = m.new_int_var(0, hi, f"t[{name}]")
-            tu = m.new_int_var(0, hi * int(d.units.max()), f"t_x_units[{name}]")
-            ts = m.new_int_var(0, hi * int(d.stacks.max()), f"t_x_stacks[{name}]")
-            m.add_multiplication_equality(tu, [t, self.u])
-            m.add_multiplication_equality(ts, [t, self.s])
-            m.add(tu >= sum(c * x for c, x in zip(comp, self.x_f)))  # t >= K / (u f)
-            m.add(ts >= sum(mem[i][j] * self.y_bl[i][j] for i in range(len(d.buffers)) for j in range(len(d.l2s))))
-            if math.isfinite(d.little_cap):
-                m.add(t >= sum(little[i][j] * self.y_bl[i][j] for i in range(len(d.buffers))
-                               for j in range(len(d.l2s))))
-            self.t.append(t)
-            his.append(hi)
-        # weights as integers: as fine as the objective's int64 range allows (2^-30 at best)
-        top = float(np.dot(d.weight, his))
-        self.w_scale = 2.0 ** min(30, math.floor(61 - math.log2(max(top, 1.0))))
-        if self.w_scale < 1:
-            raise SolverError("split solver: the objective does not fit CP-SAT's 64-bit integers; "
-                              "narrow the space or the workload mix")
-        m.minimize(sum(to_int(w * self.w_scale) * t for w, t in zip(d.weight, self.t)))
-        m.add_assumptions(list(self.limit.values()))
+    def _tdp(self):
+        """P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l) for every operator: E_o / t_o <= TDP - static.
 
-    def conflict(self, time_limit_s: float, seed: int) -> list[str]:
+        Power in units of (TDP - static) / 2^PB (P = 2^PB), energy in that unit x q, rounded up; t_o - 1 <
+        t_o(float) / q, so the integer limit implies the float one.
+        """
+        d, m = self.d, self.m
+        room = d.tdp - d.static_power
+        nu, nb, nl = len(d.units), len(d.buffers), len(d.l2s)
+        # P t_hi x (terms + 1) within int64: CP-SAT bounds a linear constraint by the sum of its terms' ranges
+        pb = min(POWER_BITS, math.floor(61 - math.log2(max(self.t_hi) + 1) - math.log2(nu * nb * nl + 2)))
+        # the one-hot product [u] x [b, l]
+        w = [[[m.new_bool_var(f"units_buffer_l2[{int(d.units[a])},{int(d.buffers[i])},{int(d.l2s[j])}]")
+               for j in range(nl)] for i in range(nb)] for a in range(nu)]
+        for a in range(nu):
+            m.add(sum(w[a][i][j] for i in range(nb) for j in range(nl)) == self.x_u[a])
+        for i in range(nb):
+            for j in range(nl):
+                m.add(sum(w[a][i][j] for a in range(nu)) == self.y_bl[i][j])
+        lit = self.limit["tdp"]
+        if room <= 0:
+            m.add_bool_or([lit.negated()])  # no power beside the static power: no design meets the limit
+            return
+        unit = room / 2**pb
+        p = 2**pb
+        for o, (t, hi) in enumerate(zip(self.t, self.t_hi)):
+            e = d.energy[o]
+            if not np.any(e > 0):
+                continue
+            cap = p * hi + 1  # an energy above P t_hi fails the limit whatever t_o is: any larger value will do
+            coef = [[[min(to_int(min(e[a, i, j] / (unit * self.q), float(cap)), rounding="up"), cap)
+                      for j in range(nl)] for i in range(nb)] for a in range(nu)]
+            m.add(p * (t - 1) >= sum(coef[a][i][j] * w[a][i][j] for a in range(nu) for i in range(nb)
+                                     for j in range(nl))).only_enforce_if(lit)
+
+    def tie_key(self):
+        """Among designs of the least time: the smallest die, then the first in the order of the space."""
+        d = self.d
+        n_b, n_l, n_s, n_f = len(d.buffers), len(d.l2s), len(d.stacks), len(d.clocks)
+        index = (self.i_u * (n_b * n_l * n_s * n_f)
+                 + sum(i * x for i, x in enumerate(self.x_b)) * (n_l * n_s * n_f)
+                 + sum(j * x for j, x in enumerate(self.x_l)) * (n_s * n_f)
+                 + sum(k * x for k, x in enumerate(self.x_s)) * n_f
+                 + sum(k * x for k, x in enumerate(self.x_f)))
+        return self.area * self.designs + index
+
+    @property
+    def designs(self) -> int:
+        d = self.d
+        return len(d.units) * len(d.buffers) * len(d.l2s) * len(d.stacks) * len(d.clocks)
+
+    # ---- the same integer quantities with numpy (the grid's tie-break reproduces the solver's)
+    def objective_of(self, iu, ib, il, is_, if_) -> np.ndarray:
+        """The model's integer objective of designs at decision indices (numpy object ints: exact)."""
+        d = self.d
+        u = d.units[iu].astype(np.int64)[..., None]
+        s = d.stacks[is_].astype(np.int64)[..., None]
+        comp = np.moveaxis(self.comp[:, if_], 0, -1)
+        mem = np.moveaxis(self.mem[:, ib, il], 0, -1)
+        little = np.moveaxis(self.little[:, ib, il], 0, -1)
+        t = np.maximum(np.maximum(-(-comp // u), -(-mem // s)), little)
+        return (t.astype(object) * np.array(self.w_int, dtype=object)).sum(axis=-1)
+
+    def area_of(self, iu, ib, il, is_) -> np.ndarray:
+        d = self.d
+        return (d.uphys[iu].astype(np.int64) * np.array(self.unit_a, dtype=np.int64)[ib]
+                + np.array(self.l2_a, dtype=np.int64)[il] + self.phy_a * d.stacks[is_].astype(np.int64) + self.fixed_a)
+
+    def conflict(self, deterministic_s: float, wall_s: float, seed: int) -> list[str]:
         """The limits that conflict: CP-SAT's core of assumed limits, shrunk to a minimal one by deletion.
 
         Each limit of the core is dropped in turn (a feasibility solve with the others assumed); it stays
         out when the rest is still infeasible. Without any limit the space is feasible (every decision has a
         value), so at least one limit remains.
         """
-        solver, status = self.solve(time_limit_s, seed)
+        solver, status = self.solve(deterministic_s, wall_s, seed)
         by_index = {lit.index: name for name, lit in self.limit.items()}
         core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in by_index]
         core = core or list(CONSTRAINTS)
@@ -469,51 +591,82 @@ class _SplitModel:
             rest = [c for c in core if c != name]
             probe.clear_assumptions()
             probe.add_assumptions([self.limit[c] for c in rest])
-            check = cp_model.CpSolver()
-            check.parameters.num_workers = 1
-            check.parameters.max_time_in_seconds = time_limit_s
+            check = new_solver(deterministic_s=deterministic_s, wall_s=wall_s, seed=seed)
             if rest and status_name(check.solve(probe)) == "INFEASIBLE":
                 core = rest
         return core
 
-    def solve(self, time_limit_s: float, seed: int):
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = time_limit_s
-        solver.parameters.random_seed = int(seed)
+    def solve(self, deterministic_s: float, wall_s: float, seed: int):
+        solver = new_solver(deterministic_s=deterministic_s, wall_s=wall_s, seed=seed)
         return solver, status_name(solver.solve(self.m))
 
 
+def _value_index(solver, xs) -> int:
+    return next(i for i, x in enumerate(xs) if solver.value(x))
+
+
 def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float | None = None,
-                reticle: float | None = None, time_limit_s: float = 10.0, seed: int = 0) -> SplitChoice:
+                reticle: float | None = None, deterministic_limit: float = DETERMINISTIC_LIMIT,
+                time_limit_s: float = WALL_LIMIT_S, seed: int = 0) -> SplitChoice:
     """The die (units, local buffer, L2, HBM stacks, clock) that minimizes the mix's time (CP-SAT).
 
-    Arguments as :func:`split_data`. Raises InfeasibleError naming the conflicting limits when no design of
-    the space satisfies them, SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE.
+    Arguments as :func:`split_data`; ``deterministic_limit`` (CP-SAT deterministic seconds, per solve) is the
+    limit that applies, ``time_limit_s`` the wall-clock safety net (dse.solvers.cpsat_common). Two solves on
+    one model: the least time, then among designs of that time the smallest die (a unique answer). The
+    chosen design is re-evaluated by the join; the result carries the join's figures (see
+    :class:`SplitChoice`). Raises InfeasibleError naming the conflicting limits when no design of the space
+    satisfies them, SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE, or when the
+    join finds the chosen design over the TDP.
     """
     start = time.perf_counter()
-    d = split_data(base, workloads, space, tdp=tdp, reticle=reticle)
+    mix = _mix(workloads)
+    d = split_data(base, mix, space, tdp=tdp, reticle=reticle)
     sm = _SplitModel(d)
-    solver, status = sm.solve(time_limit_s, seed)
+
+    def wall_left() -> float:
+        return max(time_limit_s - (time.perf_counter() - start), 0.0)
+
+    solver, status = sm.solve(deterministic_limit, wall_left(), seed)
     if status == "INFEASIBLE":
-        raise InfeasibleError(_infeasible_message(d, sm.conflict(time_limit_s, seed)))
+        raise InfeasibleError(_infeasible_message(d, sm.conflict(deterministic_limit, wall_left(), seed)))
     if status not in ("OPTIMAL", "FEASIBLE"):
         raise SolverError(f"split solver: CP-SAT returned {status}"
+                          + (" (the deterministic or the wall-clock limit ran out before a solution)"
+                             if status == "UNKNOWN" else "")
                           + (f" ({sm.m.validate()})" if status == "MODEL_INVALID" else ""))
-    iu = int(solver.value(sm.i_u))
-    ib = next(i for i, x in enumerate(sm.x_b) if solver.value(x))
-    il = next(j for j, x in enumerate(sm.x_l) if solver.value(x))
-    is_ = next(i for i, x in enumerate(sm.x_s) if solver.value(x))
-    if_ = next(i for i, x in enumerate(sm.x_f) if solver.value(x))
+    best = int(solver.value(sm.objective))
+    bound = solver.best_objective_bound
+    det, wall = solver.deterministic_time, solver.wall_time
+    statuses = [status]
+    # the tie-break: among designs of that time, the smallest die (then the first in the space's order)
+    sm.m.add(sm.objective <= best)
+    sm.m.minimize(sm.tie_key())
+    tie, tie_status = sm.solve(deterministic_limit, wall_left(), seed)
+    statuses.append(tie_status)
+    if tie_status in ("OPTIMAL", "FEASIBLE"):
+        solver = tie
+        det, wall = det + tie.deterministic_time, wall + tie.wall_time
+    idx = (int(solver.value(sm.i_u)), _value_index(solver, sm.x_b), _value_index(solver, sm.x_l),
+           _value_index(solver, sm.x_s), _value_index(solver, sm.x_f))
+    iu, ib, il, is_, if_ = idx
+    # ---- the join on the chosen design (the figures every other solver reports)
+    join = evaluate_design(design_chips(d, *idx), mix)
+    peak, limit_w = float(join["peak_power_w"][0]), float(join["tdp"][0])
+    if math.isfinite(d.tdp) and peak > d.tdp * (1 + 1e-9):
+        raise SolverError(f"split solver: the join puts the chosen design's peak power at {peak:.1f} W, over the "
+                          f"TDP of {d.tdp:.1f} W that the split model meets; did a formula of dse.model change?")
+    final = "OPTIMAL" if all(x == "OPTIMAL" for x in statuses) else "FEASIBLE"
     return SplitChoice(
         units=int(d.units[iu]), local_buffer=float(d.buffers[ib]), l2=float(d.l2s[il]), hbm_stacks=int(d.stacks[is_]),
-        clock=float(d.clocks[if_]), time_s=float(d.time_of(iu, ib, il, is_, if_)),
-        model_time_s=solver.objective_value * sm.q / sm.w_scale,
-        die_area_mm2=float(d.die_area(iu, ib, il, is_)), power_w=float(d.power(iu, is_, if_)), status=status,
-        solve_time_s=time.perf_counter() - start,
-        info={"wall_time_s": solver.wall_time, "time_unit_s": sm.q,
-              "bound_s": solver.best_objective_bound * sm.q / sm.w_scale,
-              "designs": len(d.units) * len(d.buffers) * len(d.l2s) * len(d.stacks) * len(d.clocks)},
+        clock=float(d.clocks[if_]), time_s=float(join["time_s"][0]),
+        model_time_s=best * sm.q / sm.w_scale, die_area_mm2=float(join["die_area_mm2"][0]), power_w=peak,
+        status=final, solve_time_s=time.perf_counter() - start,
+        model_power_w=float(d.power(iu, ib, il, is_, if_)),
+        info={"wall_time_s": wall, "deterministic_time": det, "statuses": tuple(statuses), "time_unit_s": sm.q,
+              "bound_s": bound * sm.q / sm.w_scale,
+              "designs": sm.designs, "join_clock_ratio": float(join["clock_ratio"][0]),
+              "join_tdp_w": peak - limit_w if math.isfinite(limit_w) else 0.0,
+              "model_float_time_s": float(d.time_of(iu, ib, il, is_, if_))},
     )
 
 
@@ -527,11 +680,13 @@ def _infeasible_message(d: SplitData, names: Sequence[str]) -> str:
                          f"{d.buffers[0]:,.0f} B, L2 {d.l2s[0]:,.0f} B, {int(d.stacks[0])} stacks) is {a:,.1f} mm^2, "
                          f"the reticle {d.reticle:,.1f} mm^2")
         elif name == "hbm_shoreline":
-            lines.append(f"hbm_shoreline: s stacks need a die of at least " + ", ".join(
+            lines.append("hbm_shoreline: s stacks need a die of at least " + ", ".join(
                 f"{a:,.0f} mm^2 (s = {int(s)})" for s, a in zip(d.stacks, d.shore_area)))
         elif name == "tdp":
-            p = d.power(0, 0, 0)
-            lines.append(f"tdp: the least power of the space is {p:,.1f} W, the TDP {d.tdp:,.1f} W")
+            # the peak power falls with the stacks and the clock (longer times): the least at the fewest, slowest
+            iu, ib, il = (a.ravel() for a in np.indices((len(d.units), len(d.buffers), len(d.l2s))))
+            p = float(np.min(d.power(iu, ib, il, np.zeros_like(iu), np.zeros_like(iu))))
+            lines.append(f"tdp: the least peak power of the space is {p:,.1f} W, the TDP {d.tdp:,.1f} W")
         elif name == "fits_memory":
             lines.append(f"fits_memory: {d.resident:,.0f} B resident need {math.ceil(d.resident / d.stack_capacity)} "
                          f"stacks of {d.stack_capacity:,.0f} B; the space allows at most {int(d.stacks.max())}")
@@ -545,24 +700,29 @@ def _infeasible_message(d: SplitData, names: Sequence[str]) -> str:
 
 def split_grid(base, workloads, space: DesignSpace | None = None, *, tdp: float | None = None,
                reticle: float | None = None) -> dict:
-    """Every combination of the space with numpy: the time from the data, the die area and the HBM shoreline
-    from ``dse.model.area.package_area`` on the designs themselves, and the constraint values from the
-    ``constraints/`` modules (reticle, hbm_shoreline, tdp, fits_memory). Returns the arrays (one entry per
-    design) and ``best`` (the index of the fastest feasible design, or None).
+    """Every combination of the space with numpy: the model's time and peak power from the data, the die
+    area and the HBM shoreline from ``dse.model.area.package_area`` on the designs themselves, the
+    constraint values from the ``constraints/`` modules (reticle, hbm_shoreline, tdp, fits_memory), and the
+    join's metrics of every design (``join``: time_s, peak_power_w, die_area_mm2, clock_ratio). ``best`` is
+    the index of the design the split solver must choose (the least model time, then the smallest die, then
+    the first in the space's order, by the model's own integers), or None; ``time_s`` the join's time.
     """
     import constraints.fits_memory as c_mem
     import constraints.hbm_shoreline as c_shore
     import constraints.reticle as c_reticle
     import constraints.tdp as c_tdp
 
-    d = split_data(base, workloads, space, tdp=tdp, reticle=reticle)
+    mix = _mix(workloads)
+    d = split_data(base, mix, space, tdp=tdp, reticle=reticle)
+    sm = _SplitModel(d)
     shape = (len(d.units), len(d.buffers), len(d.l2s), len(d.stacks), len(d.clocks))
     iu, ib, il, is_, if_ = (a.ravel() for a in np.indices(shape))
     n = iu.size
-    chips = _chips(d.base, n, {"units": d.units[iu], "local_buffer": d.buffers[ib], "l2": d.l2s[il],
-                               "hbm.stacks": d.stacks[is_], "clock": d.clocks[if_]})
+    chips = design_chips(d, iu, ib, il, is_, if_)
+    join = evaluate_design(chips, mix)
     pa = area_model.package_area(chips, process=d.process, memory=d.memory)
-    metrics = {**pa.columns(), "peak_power_w": d.power(iu, is_, if_), "tdp": np.full(n, d.tdp),
+    model_power = d.power(iu, ib, il, is_, if_)
+    metrics = {**pa.columns(), "peak_power_w": model_power, "tdp": np.full(n, d.tdp),
                "resident_bytes": np.full(n, d.resident), "capacity_bytes": d.stacks[is_] * d.stack_capacity}
     values = {"reticle": c_reticle.constraint(metrics, max=d.reticle),
               "hbm_shoreline": c_shore.constraint(metrics),
@@ -570,9 +730,17 @@ def split_grid(base, workloads, space: DesignSpace | None = None, *, tdp: float 
               "fits_memory": c_mem.constraint(metrics)}
     feasible = np.all([v <= 0 for v in values.values()], axis=0)
     t = d.time_of(iu, ib, il, is_, if_)
-    best = int(np.argmin(np.where(feasible, t, np.inf))) if feasible.any() else None
-    return {"time_s": t, "feasible": feasible, "constraints": values, "die_area_mm2": pa.die_area_mm2,
-            "model_die_area_mm2": d.die_area(iu, ib, il, is_), "index": (iu, ib, il, is_, if_),
+    best = None
+    if feasible.any():
+        objective = sm.objective_of(iu, ib, il, is_, if_)
+        key = sm.area_of(iu, ib, il, is_).astype(object) * sm.designs + np.arange(n)
+        cand = np.flatnonzero(feasible)
+        least = min(objective[cand])
+        cand = cand[objective[cand] == least]
+        best = int(cand[np.argmin(key[cand])])
+    return {"time_s": np.asarray(join["time_s"]), "model_time_s": t, "feasible": feasible, "constraints": values,
+            "die_area_mm2": pa.die_area_mm2, "model_die_area_mm2": d.die_area(iu, ib, il, is_),
+            "model_power_w": model_power, "join": join, "index": (iu, ib, il, is_, if_),
             "params": {"units": d.units[iu], "local_buffer": d.buffers[ib], "l2": d.l2s[il],
                        "hbm.stacks": d.stacks[is_], "clock": d.clocks[if_]},
             "best": best, "data": d}
