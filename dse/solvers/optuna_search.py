@@ -40,7 +40,11 @@ fail on a torn line that is no longer the last one).
 Constraints use ``trial.set_constraint`` (Optuna 5: ``constraints_func`` is
 deprecated); every trial gets every constraint (a trial with none set counts as
 feasible in Optuna, so a NaN or infinite violation becomes +1e300, and a trial
-with a NaN objective gets the extra constraint ``objective_nan`` = 1).
+with a NaN objective gets the extra constraint ``objective_nan`` = 1). The
+stored study names its objectives (``study.metric_names``, shown by
+optuna-dashboard). Whatever this needs beyond Optuna's public API (trial ids,
+system attributes, NSGA-II's generation keys, the journal file backend, the
+RDB count query) goes through :mod:`dse.solvers.optuna_compat`.
 
 NSGA-II settings and why
 ------------------------
@@ -91,27 +95,22 @@ the grids) reaches 0.9999 (0.9999) / 0.9982 (0.9950) / 1.0000 (1.0000); at
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import logging
 import math
-import os
 import signal
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
 import optuna
-from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
 from dse.errors import SolverError, SpecError
+from dse.solvers import optuna_compat as compat
 from dse.solvers.base import Solver
+from dse.solvers.optuna_compat import FlockLock, JournalFile, repair_journal_tail  # noqa: F401 (re-exported)
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-_log = logging.getLogger(__name__)
 
 METHODS = ("nsga2", "tpe", "gp", "random")
 INITS = ("lhs", "random")
@@ -128,6 +127,7 @@ ENUMERATE_LIMIT = 1_000_000  # a discrete space this small is enumerated to find
 # ------------------------------------------------------------------ samplers
 
 
+@compat.keep_ga_keys
 class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
     """Optuna's NSGA-II, with its bookkeeping look-ups made O(1) per ask.
 
@@ -154,56 +154,47 @@ class BatchNSGAIISampler(optuna.samplers.NSGAIISampler):
 
     def __init__(self, *, search_space: dict, **kw):
         super().__init__(**kw)
-        self._space = {k: d for k, d in sorted(search_space.items()) if not d.single()}
+        self._space = compat.intersection_search_space(search_space)
         self._generation_cache: tuple | None = None
         self._parents: dict[tuple, list] = {}
-
-    @staticmethod
-    def _stamp(study) -> tuple:
-        return (id(study._storage), study._study_id)
 
     def infer_relative_search_space(self, study, trial):
         return dict(self._space)
 
     def get_trial_generation(self, study, trial) -> int:
-        key = self._get_generation_key()
-        generation = trial.system_attrs.get(key)
+        key = compat.ga_generation_key(self)
+        generation = compat.trial_system_attr(trial, key)
         if generation is not None:
             return generation
-        stamp = self._stamp(study)
+        stamp = compat.study_key(study)
         if self._generation_cache is None or self._generation_cache[0] != stamp:
-            complete = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
             top, count = 0, 0
-            for t in complete:
-                g = t.system_attrs.get(key, -1)
+            for t in compat.complete_trials(study):
+                g = compat.trial_system_attr(t, key, -1)
                 if g > top:
                     top, count = g, 1
                 elif g == top:
                     count += 1
-            self._generation_cache = (stamp, top if count < self._population_size else top + 1)
+            self._generation_cache = (stamp, top if count < self.population_size else top + 1)
         generation = self._generation_cache[1]
-        study._storage.set_trial_system_attr(trial._trial_id, key, generation)
+        compat.set_trial_system_attr(study, trial, key, generation)
         return generation
 
     def get_parent_population(self, study, generation: int) -> list:
         if generation == 0:
             return []
-        key = (*self._stamp(study), generation)
+        key = (*compat.study_key(study), generation)
         if key in self._parents:
             return self._parents[key]
         parents = super().get_parent_population(study, generation)
         # Optuna returns the first call's parents in selection order, later calls' in trial order
-        self._parents[key] = sorted(parents, key=lambda t: t._trial_id)
+        self._parents[key] = sorted(parents, key=compat.trial_id)
         return parents
 
     def after_trial(self, study, trial, state, values) -> None:
         if state == TrialState.COMPLETE:
             self._generation_cache = None  # one more COMPLETE trial: the next ask recounts
         super().after_trial(study, trial, state, values)
-
-
-BatchNSGAIISampler._GENERATION_KEY = optuna.samplers.NSGAIISampler._GENERATION_KEY
-BatchNSGAIISampler._PARENT_CACHE_KEY_PREFIX = optuna.samplers.NSGAIISampler._PARENT_CACHE_KEY_PREFIX
 
 
 def make_sampler(method: str, seed: int, population: int, n_objectives: int, *, mutation_prob: float | None = None,
@@ -220,10 +211,8 @@ def make_sampler(method: str, seed: int, population: int, n_objectives: int, *, 
         if mutation not in MUTATIONS:
             raise SpecError(f"unknown NSGA-II mutation '{mutation}'; known: {', '.join(MUTATIONS)}")
         kw: dict = {"population_size": max(int(population), 2), "seed": seed, "mutation_prob": mutation_prob}
-        if mutation == "polynomial":
-            with warnings.catch_warnings():  # experimental in Optuna 5.0 (the algorithm is Deb's, 2002)
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                kw["mutation"] = optuna.samplers.nsgaii.PolynomialMutation(eta=POLYNOMIAL_ETA)
+        if mutation == "polynomial":  # experimental in Optuna 5.0 (the algorithm is Deb's, 2002)
+            kw["mutation"] = compat.polynomial_mutation(POLYNOMIAL_ETA)
         if search_space is not None:
             return BatchNSGAIISampler(search_space=search_space, **kw)
         return optuna.samplers.NSGAIISampler(**kw)
@@ -253,73 +242,6 @@ def _require_gp() -> None:
 # ------------------------------------------------------------------ storage
 
 
-class FlockLock:
-    """Journal lock held with ``flock(2)`` on ``<journal>.flock``; repairs a torn tail on acquire.
-
-    Duck-types Optuna's journal file lock (``acquire``/``release``). The kernel
-    releases an flock when its process dies, so a killed writer never leaves
-    a stale lock. Holding the lock means no writer is inside ``append_logs``,
-    so a journal that does not end with a newline was torn by a killed writer:
-    its partial last line is cut off before the next append.
-    """
-
-    def __init__(self, journal: str | Path):
-        self.journal = str(journal)
-        self.path = self.journal + ".flock"
-        self._fh = None
-
-    def acquire(self) -> bool:
-        fh = open(self.path, "a")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except BaseException:
-            fh.close()
-            raise
-        self._fh = fh
-        try:
-            repair_journal_tail(self.journal)
-        except BaseException:
-            self.release()
-            raise
-        return True
-
-    def release(self) -> None:
-        fh, self._fh = self._fh, None
-        if fh is not None:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-            fh.close()
-
-
-def repair_journal_tail(path: str | Path) -> int:
-    """Cut a partial last line off a journal file (call with the lock held); return the bytes cut."""
-    try:
-        f = open(path, "r+b")
-    except FileNotFoundError:
-        return 0
-    with f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return 0
-        pos, keep = size, 0
-        while pos > 0:
-            start = max(0, pos - 65536)
-            f.seek(start)
-            chunk = f.read(pos - start)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                keep = start + i + 1
-                break
-            pos = start
-        f.truncate(keep)
-        f.flush()
-        os.fsync(f.fileno())
-    _log.warning("journal %s: cut a torn last line (%d bytes) left by an interrupted writer", path, size - keep)
-    return size - keep
-
-
 def _journal_path(storage: str | Path) -> str | None:
     s = str(storage)
     if s.startswith("journal:"):
@@ -329,73 +251,19 @@ def _journal_path(storage: str | Path) -> str | None:
     return None
 
 
-class JournalFile(JournalFileBackend):
-    """Optuna's journal file backend, locked with :class:`FlockLock`, with one fsync per batch.
-
-    ``append_logs`` writes the same JSON lines as Optuna's (``read_logs`` is
-    Optuna's, unchanged). Optuna fsyncs after every operation, i.e. every
-    trial: ~2 ms each on this machine under load, half the wall time of a
-    5,000-trial run. Inside ``with backend.batch_sync():`` the lines are
-    written (to the page cache, visible to every reader at once, and kept if
-    the process is killed) and fsynced once when the block ends; only a
-    machine crash could lose the batch, as it would lose a batch in flight.
-    """
-
-    def __init__(self, file_path: str | Path):
-        self.path = str(file_path)
-        self.lock = FlockLock(self.path)
-        super().__init__(self.path, lock_obj=self.lock)
-        self._defer = False
-        self._unsynced = False
-
-    def append_logs(self, logs) -> None:
-        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode("utf-8")
-        self.lock.acquire()
-        try:
-            with open(self.path, "ab") as f:
-                f.write(data)
-                f.flush()
-                if self._defer:
-                    self._unsynced = True
-                else:
-                    os.fsync(f.fileno())
-        finally:
-            self.lock.release()
-
-    @contextlib.contextmanager
-    def batch_sync(self):
-        """Appends in this block are fsynced once, at its end (also when it ends with an exception)."""
-        if self._defer:
-            yield
-            return
-        self._defer = True
-        try:
-            yield
-        finally:
-            self._defer = False
-            if self._unsynced:
-                self._unsynced = False
-                with open(self.path, "ab") as f:
-                    os.fsync(f.fileno())
-
-
 def _open(storage: str | Path | None):
     """``(optuna storage or None, JournalFile or None)``; see :func:`open_storage`."""
     if storage is None:
         return None, None
     path = _journal_path(storage)
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        backend = JournalFile(path)
-        backend.lock.acquire()  # repairs a torn tail before the storage replays the file
-        backend.lock.release()
-        return JournalStorage(backend), backend
+        return compat.journal_storage(path)
     s = str(storage)
     if s.endswith(".db") and "://" not in s:
         Path(s).parent.mkdir(parents=True, exist_ok=True)
         s = f"sqlite:///{Path(s).resolve()}"
     try:
-        return optuna.storages.RDBStorage(s, heartbeat_interval=None), None
+        return compat.rdb_storage(s), None
     except Exception as e:  # bad URL, server down, missing driver
         raise SpecError(f"storage {storage!r}: cannot open: {e}") from None
 
@@ -638,6 +506,7 @@ class OptunaSolver(Solver):
             diff = [f"{k}: stored {there.get(k)} vs now {v}" for k, v in here.items() if there.get(k) != v]
             raise SpecError(f"storage {self.storage_url!s} already holds study '{self.study_name}' for another "
                             f"problem ({'; '.join(diff)}); use another --out or --storage")
+        compat.set_metric_names(disk, prob.objective_names)  # shown by optuna-dashboard and study.metric_names
         return disk
 
     def _load(self, disk, dists) -> list:
@@ -654,8 +523,9 @@ class OptunaSolver(Solver):
         n = len(old)
         params = {k: np.array([t.params[k] for t in old]) for k in names}
         F = np.array([t.values for t in old], dtype=float).reshape(n, prob.n_objectives)
-        G = np.array([[t.system_attrs.get(f"constraints:{c}", np.nan) for c in prob.constraint_names]
-                      for t in old], dtype=float).reshape(n, prob.n_constraints)
+        stored = [compat.constraints_of(t) for t in old]
+        G = np.array([[g.get(c, np.nan) for c in prob.constraint_names] for g in stored],
+                     dtype=float).reshape(n, prob.n_constraints)
         for i, t in enumerate(old):
             raw = t.user_attrs.get(RAW_KEY)
             if raw:
@@ -763,10 +633,11 @@ class OptunaSolver(Solver):
             f = [float(x) for x in F[i]]
             g = [float(x) for x in G[i]]
             nonfinite = not all(math.isfinite(x) for x in f + g)
-            for cname, v in zip(prob.constraint_names, g):
-                t.set_constraint(cname, v if math.isfinite(v) else (-BIG if v == -math.inf else BIG))
+            cons = {cname: v if math.isfinite(v) else (-BIG if v == -math.inf else BIG)
+                    for cname, v in zip(prob.constraint_names, g)}
             if any(math.isnan(x) for x in f):
-                t.set_constraint(NAN_OBJECTIVE, 1.0)
+                cons[NAN_OBJECTIVE] = 1.0
+            compat.set_constraints(t, cons)
             if nonfinite:
                 t.set_user_attr(RAW_KEY, {"objectives": [repr(x) for x in f], "constraints": [repr(x) for x in g]})
             vals = [_finite(x, w) if not math.isinf(x) else math.copysign(BIG, x) for x, w in zip(f, worst)]

@@ -51,6 +51,7 @@ import traceback
 from pathlib import Path
 
 from dse.errors import DseError, SolverError, SpecError
+from dse.solvers import optuna_compat as compat
 from dse.solvers.optuna_search import OptunaSolver, open_storage
 from dse.spec.study import SolverSettings, load_study
 from dse.study.problem import make_problem
@@ -142,7 +143,7 @@ class SharedBudget:
         """The storage's engine, or before the storage is open a small engine of our own."""
         storage = getattr(self, "storage", None)
         if storage is not None:
-            return storage.engine
+            return compat.rdb_engine(storage)
         if self._engine is None:
             import sqlalchemy
             from sqlalchemy.pool import NullPool
@@ -163,28 +164,17 @@ class SharedBudget:
 
     def complete(self) -> int:
         """How many COMPLETE trials the storage holds (a COUNT query on an RDB)."""
-        from optuna.trial import TrialState
+        return compat.count_complete(self.storage, self.study_id())
 
-        if self.kind in ("postgresql", "sqlite"):
-            try:
-                from optuna.storages._rdb import models
-                from sqlalchemy import func, select
-
-                q = (select(func.count()).select_from(models.TrialModel)
-                     .where(models.TrialModel.study_id == self.study_id(),
-                            models.TrialModel.state == TrialState.COMPLETE))
-                with self.storage.engine.connect() as conn:
-                    return int(conn.execute(q).scalar_one())
-            except ImportError:  # pragma: no cover - Optuna moved its models
-                pass
-        return self.storage.get_n_trials(self.study_id(), state=TrialState.COMPLETE)
+    def next_worker_index(self) -> int:
+        """The index the next worker will claim (how many have claimed one so far)."""
+        return int(compat.study_system_attr(self.storage, self.study_id(), WORKER_INDEX_ATTR, 0))
 
     def claim_worker_index(self) -> int:
         """A worker index unique in this storage (0, 1, 2, ... over every machine and rerun)."""
         with self.lock():
-            attrs = self.storage.get_study_system_attrs(self.study_id())
-            index = int(attrs.get(WORKER_INDEX_ATTR, 0))
-            self.storage.set_study_system_attr(self.study_id(), WORKER_INDEX_ATTR, index + 1)
+            index = self.next_worker_index()
+            compat.set_study_system_attr(self.storage, self.study_id(), WORKER_INDEX_ATTR, index + 1)
         return index
 
     # -- writing

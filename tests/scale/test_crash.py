@@ -213,7 +213,7 @@ def test_failed_report_write_leaves_the_old_report(tmp_path, monkeypatch):
 # Files dse writes that are not results or reports: locks and the Optuna journal (appended under its own lock).
 NOT_RESULTS = {
     "dse/study/run.py": ['open(self.path, "w")'],  # OutputLock's .lock file
-    "dse/solvers/optuna_search.py": ['open(self.path, "a")', 'open(path, "r+b")', 'open(self.path, "ab")'],
+    "dse/solvers/optuna_compat.py": ['open(self.path, "a")', 'open(path, "r+b")', 'open(self.path, "ab")'],
     # ^ the journal's lock, tail repair and appends
     "dse/study/distributed.py": ['open(f"{self.path}.budget.lock", "a")',  # the shared-budget lock
                            'os.fdopen(payload["result_fd"], "w")'],  # a worker's answer, on a pipe

@@ -28,7 +28,7 @@ def test_four_workers_store_the_budget_exactly(tmp_path, kind):
     assert_exact(trials, budget)
     # each worker drew its own sequence: a seed index unique in the storage
     st = SharedBudget(storage_url(storage, out), NAME, budget)
-    assert st.storage.get_study_system_attrs(st.study_id())["dse:next_worker_index"] == 4
+    assert st.next_worker_index() == 4
 
 
 @pytest.mark.parametrize("kind", KINDS)

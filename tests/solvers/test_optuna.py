@@ -139,6 +139,19 @@ def test_non_finite_values_round_trip_through_the_storage(tmp_path):
     pd.testing.assert_frame_equal(again.table, full.table)
 
 
+def test_stored_study_names_its_objectives_and_keeps_optunas_constraints(tmp_path):
+    """optuna-dashboard and ``study.metric_names`` show dse's objective names; constraints are Optuna's own."""
+    path = tmp_path / "s.journal"
+    OptunaSolver(make_problem(), seed=0, budget=40, batch=20, storage=path).run()
+    study = optuna.load_study(study_name="dse", storage=open_storage(path))
+    assert study.metric_names == ["f1", "f2"]
+    assert list(study.trials_dataframe(multi_index=True)["values"].columns) == ["f1", "f2"]
+    trials = study.get_trials(deepcopy=False, states=COMPLETE)
+    assert all(set(t.constraints) == {"g"} for t in trials)
+    feasible = {t.number for t in trials if t.constraints["g"] <= 0}
+    assert {t.number for t in study.best_trials} <= feasible and study.best_trials
+
+
 def test_storage_of_another_problem_is_refused(tmp_path):
     path = tmp_path / "s.journal"
     OptunaSolver(make_problem(), seed=0, budget=20, batch=20, storage=path).run()
