@@ -72,7 +72,6 @@ __all__ = [
     "chip_energy",
     "sram_read_energy",
     "overridden",
-    "die_area_estimate",
 ]
 
 TECH_DIR = Path(__file__).parent / "data" / "technology"
@@ -514,27 +513,6 @@ class Technology:
         except SpecError as e:
             raise SpecError([_unlocate(p) for p in e.problems]) from None
 
-    # ------------------------------------------------------------ calibration
-    def die_area_estimate(self, units, flops_per_cycle, local_buffer_bytes, l2_bytes, hbm_stacks,
-                          memory_generation, process) -> float:
-        """Calibration check of the area tables (module function :func:`die_area_estimate`)."""
-        return sum(self._area_parts(units, flops_per_cycle, local_buffer_bytes, l2_bytes, hbm_stacks,
-                                    memory_generation, process).values())
-
-    def _area_parts(self, units, flops_per_cycle, local_buffer_bytes, l2_bytes, hbm_stacks,
-                    memory_generation, process) -> dict[str, float]:
-        node = self.process(process)
-        mem = self.memory(memory_generation)
-        return {
-            "matrix": units * node.matrix_area(flops_per_cycle),
-            "local": units * local_buffer_bytes * node.sram_area.scratchpad,
-            "unit_logic": units * node.unit_logic_area,
-            "l2": l2_bytes * node.sram_area.cache,
-            "memory_phy": hbm_stacks * mem.phy_area,
-            "io": node.io_area,
-            "uncore": node.uncore_area,
-        }
-
 
 def _canonical(fmt: str) -> str:
     try:
@@ -652,19 +630,3 @@ def chip_energy(spec, tech: Technology | None = None) -> dict[str, float]:
     (tests/test_overrides.py checks that the two agree on the catalog).
     """
     return (tech or default()).chip_energy(spec)
-
-
-def die_area_estimate(units, flops_per_cycle: dict[str, float], local_buffer_bytes, l2_bytes, hbm_stacks,
-                      memory_generation: str, process: str, tech: Technology | None = None) -> float:
-    """CALIBRATION CHECK of the area tables, mm^2 -- not the area model (dse/model/area.py).
-
-    die = units x (matrix + local buffer x scratchpad density + unit_logic_area)
-          + l2 x cache density + hbm_stacks x phy_area + io_area + uncore_area
-    (seed 004 §4.1.3; the derivation is the ``calibration`` note of processes.yaml).
-    Pass *physical* resources: all compute units, L2 and PHY sites on the die,
-    enabled or not (A100: 128 SMs, 48 MB L2, 6 PHYs; H100: 144, 60 MB, 6).
-    For a DRAM memory ``hbm_stacks`` counts its interfaces (x32 GDDR devices,
-    x16 LPDDR channels, x64 DDR channels).
-    """
-    return (tech or default()).die_area_estimate(units, flops_per_cycle, local_buffer_bytes, l2_bytes,
-                                                 hbm_stacks, memory_generation, process)
