@@ -12,9 +12,15 @@ one resource adds, dependent stages add):
     t_matrix = padded, wave-quantized FLOPs / (units x FLOP/cycle x sustained clock x eff)
     t_vector = vector FLOPs / vector rate + exps / exp rate
     t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
-    t_op     = max(t_matrix, t_vector, t_memory) + kernel overhead
-    step     = sum over operators of count x t_op + step overhead
-(links between dies and chips are not in the step time yet: dse.model.links)
+    t_op     = max(t_matrix, t_vector, t_memory)          (kernel launches overlap device time)
+    step     = max(sum of count x t_op, launches) + step overhead + scale-up links
+                 (tensor parallel: ring all-reduces; pipeline parallel: stage-to-stage hops)
+
+Each rule is written once, in the module of its kind, and called from here (and from the CP-SAT data
+steps and dse.workload): padding, output tiles, waves, working sets, L2-panel re-reads, tile requests
+and split-K partial sums in :mod:`dse.model.tiling`; Little's law, alpha-beta transfers and the ring
+all-reduce in :mod:`dse.model.links`; the sustained clock under the power ceiling, average and static
+power in :mod:`dse.model.power`; resident bytes, fits and max batch in :mod:`dse.model.capacity`.
 
 Lower bounds the seeds quote, as columns beside the modelled time:
     t_matrix_ideal_s       useful FLOPs / peak rate (no padding, waves, throttling)
@@ -22,6 +28,10 @@ Lower bounds the seeds quote, as columns beside the modelled time:
     t_roofline_s           sum over operators of max(the two above)   (seed 004 §4.8.1)
     t_read_s               weight + KV bytes / bandwidth: the read lower bound of a
                            decode step (seed 004 §4.8.2, §4.6.3; §4.7.3 with a weight ROM)
+
+Capacity and tiles: ``max_batch`` is the number of requests that fit, never negative (0 where the
+weights do not fit, inf without a KV cache; dse.model.capacity); ``tile_working_set_bytes`` the largest
+double-buffered working set of the tiles over the GEMM-like operators (the buffer_fit constraint).
 
 Speed (it is the inner loop of every search): a chip input that is the same
 for every point (the base chip's value where a search does not vary it) is
