@@ -29,7 +29,6 @@ __all__ = [
     "YEAR_S",
     "dies_per_wafer",
     "negative_binomial_yield",
-    "murphy_yield",
     "die_cost",
     "hbm_cost",
     "cost_per_token",
@@ -78,14 +77,6 @@ def negative_binomial_yield(area_mm2, defect_density_per_mm2, alpha=10.0):
     return _out((1.0 + a * d0 / al) ** (-al))
 
 
-def murphy_yield(area_mm2, defect_density_per_mm2):
-    """Murphy's model Y = ((1 - e^(-A D0)) / (A D0))^2 (for comparison; reallm / Chiplet Cloud)."""
-    x = _non_negative("die area", area_mm2) * _non_negative("defect density", defect_density_per_mm2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.where(x > 0, ((1.0 - np.exp(-x)) / np.where(x > 0, x, 1.0)) ** 2, 1.0)
-    return _out(y)
-
-
 def die_cost(area_mm2, wafer_cost_usd, defect_density_per_mm2, alpha=10.0, wafer_diameter_mm=WAFER_DIAMETER_MM):
     """Cost of one good die: wafer cost / (DPW x Y). Infinite when no whole die fits the wafer."""
     dpw = np.asarray(dies_per_wafer(area_mm2, wafer_diameter_mm))
@@ -112,8 +103,7 @@ def cost_per_token(chip_cost_usd, tokens_per_s, energy_per_token_j, *, lifetime_
 
     A design that produces no tokens costs +inf per token.
     """
-    q = np.asarray(tokens_per_s, dtype=float)
-    made = q * np.asarray(utilization, dtype=float) * np.asarray(lifetime_s, dtype=float)
+    made = np.asarray(lifetime_tokens(tokens_per_s, utilization, lifetime_s))
     with np.errstate(divide="ignore", invalid="ignore"):
         capital = np.where(made > 0, np.asarray(chip_cost_usd, dtype=float) / np.where(made > 0, made, 1.0), np.inf)
     return _out(capital + np.asarray(energy_per_token_j, dtype=float) * np.asarray(price_per_j, dtype=float))
@@ -159,8 +149,8 @@ def break_even(fixed_cost, saving_per_token, *, machines, tokens_per_s, utilizat
         raise SpecError(f"utilization must be <= 1, got {utilization!r}")
     life = float(_positive("lifetime", lifetime_s))
     v_star = f0 / dc
-    per_machine_life = q * u * life
-    per_year = d * q * u * YEAR_S
+    per_machine_life = float(lifetime_tokens(q, u, life))
+    per_year = float(lifetime_tokens(q, u, YEAR_S, machines=d))
     need = v_star / per_machine_life
     machines_needed = int(np.ceil(need * (1 - 1e-12)))  # 254.0000000001 -> 255 would be float noise
     return BreakEven(
@@ -243,7 +233,7 @@ def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> Chip
     per_byte = np.nan_to_num(area_mod._by_name(mems, lambda m: area_mod._memory(m, tech).cost_per_byte, n))
     raw_hbm = chips.get("hbm.stacks", 0.0) * chips.get("hbm.capacity_per_stack", 0.0)
     raw = np.where(kind == 0.0, raw_hbm, np.where(kind == 1.0, chips.get("memory.capacity", 0.0), 0.0))
-    memory_usd = np.nan_to_num(raw) * per_byte
+    memory_usd = np.asarray(hbm_cost(np.nan_to_num(raw), per_byte), dtype=float)
 
     inter = pkg.interposer()
     has_int = area.interposer_area_mm2 > 0

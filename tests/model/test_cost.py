@@ -21,7 +21,6 @@ from dse.model.cost import (
     dies_per_wafer,
     hbm_cost,
     lifetime_tokens,
-    murphy_yield,
     negative_binomial_yield,
 )
 from tests.reference_cases import approx, case
@@ -42,12 +41,6 @@ def test_negative_binomial_yield_by_hand():
     assert negative_binomial_yield(0.0, 0.001) == 1.0
     # alpha -> infinity tends to Poisson e^(-A D0)
     assert negative_binomial_yield(800.0, 0.001, 1e7) == pytest.approx(math.exp(-0.8), rel=1e-6)
-
-
-def test_murphy_yield_by_hand():
-    # A D0 = 1: ((1 - e^-1) / 1)^2 = 0.39958
-    assert murphy_yield(1000.0, 0.001) == pytest.approx((1 - math.exp(-1)) ** 2)
-    assert murphy_yield(0.0, 0.001) == 1.0
 
 
 def test_die_cost_by_hand():
