@@ -16,7 +16,12 @@ import numpy as np
 
 from dse.model.tiling import ceil_div_core
 
-__all__ = ["resident_bytes", "fits", "max_batch", "chips_to_hold"]
+__all__ = ["stack_capacity", "resident_bytes", "fits", "max_batch", "chips_to_hold"]
+
+
+def stack_capacity(layers, capacity_per_layer):
+    """Bytes of one HBM stack: layers x capacity per layer (seed 004 §4.1.3: 8 x 3 GB = 24 GB of HBM3E)."""
+    return layers * capacity_per_layer
 
 
 def resident_bytes(weights, workspace, batch, context, kv_per_token):

@@ -10,6 +10,7 @@ Sources:
     effective_bandwidth      seed 004 §4.3.3 (Little's law, Example 4-2)
     ring_allreduce_time      Patarasuk & Yuan 2009, JPDC 69(2); seed 004 §4.5.3 (alpha + V / R per step)
     ring_allreduce_bytes     the same ring: 2 (p - 1) chunks of V / p from each of p devices
+    interface_bandwidth      seed 004 §4.1.3 (HBM stack: 1024 pins x pin rate / 8)
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "interface_bandwidth",
     "transfer_time",
     "effective_bandwidth",
     "ring_allreduce_time",
     "ring_allreduce_bytes",
 ]
+
+
+def interface_bandwidth(pins, pin_rate_bytes_per_s):
+    """B/s of one memory interface: pins x pin rate / 8 (seed 004 §4.1.3: an HBM3 stack of 1024 pins at
+    5.24 Gb/s, 671 GB/s). ``pin_rate_bytes_per_s`` is already in bytes ("5.24 Gb/s" parses to 0.655e9 B/s),
+    so the /8 is in it."""
+    return pins * pin_rate_bytes_per_s
 
 
 def transfer_time(bytes_, bandwidth, alpha=0.0):
