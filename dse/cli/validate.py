@@ -24,7 +24,7 @@ def _kind(data) -> str:
     keys = set(data)
     if "proposals" in keys or "baseline" in keys:
         return "whatif"
-    if "objectives" in keys or "space" in keys or "solver" in keys:
+    if keys & {"objectives", "space", "solver", "constraints", "overrides"} or {"workloads", "base"} <= keys:
         return "study"
     if "matrix" in keys or "units" in keys:
         return "chip"

@@ -18,27 +18,63 @@ spec error writes nothing.
     objectives: [latency_per_token, energy_per_token, die_area]
     solver: {method: nsga2, trials: 2000, batch: 200, seed: 0}
     output: results/qwen3-8b-decode-chip
+
+Validation equals run: after the file's own checks, :func:`load_study` asks
+the code the run calls whether it takes the study (the design space's
+parameter records, ``with_overrides`` for every value a chip parameter can
+take, ``Chips.from_base`` for every parameter a design varies, the solver's
+own limits, the CP-SAT data steps) and evaluates one design point of the
+space, on which every constraint and objective is computed once (so a term
+that needs a metric nothing produces is refused here). Whatever the run
+would refuse is refused here, located at the key or value that causes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dse import registry
-from dse.errors import SpecError, UnitError, did_you_mean, unknown_name
-from dse.hardware import chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.errors import DseError, SpecError, UnitError, did_you_mean, unknown_name
+from dse.evaluate import evaluate_design
+from dse.hardware import Chips, chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.solvers import cpsat_split
+from dse.solvers.cpsat_tiles import tile_data
+from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam, Param
 from dse.spec import load_yaml
-from dse.spec.problems import Problems as _Problems
-from dse.spec.yamlio import LocDict, locate
-from dse.units import parse_quantity
+from dse.spec.problems import Problems as _Problems, strip_location
+from dse.spec.yamlio import LocDict, key_loc, locate
+from dse.units import format_quantity, parse_quantity
 from dse.workload import build
 
 TOP_KEYS = ("name", "question", "workloads", "base", "overrides", "space", "constraints", "objectives", "solver",
-            "output", "modules", "technology")
-SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution", "tiles")
+            "output", "modules")
+SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution")
+#: Keys a study once accepted and nothing read: refused with what to do instead.
+UNREAD_KEYS = {
+    "technology": "a study cannot change the technology tables (dse/data/technology/); nothing reads this key: "
+                  "remove it (a chip's node is its 'process' and its memory its 'hbm.generation': set them in "
+                  "'overrides' or vary them in 'space')",
+}
+UNREAD_SOLVER_KEYS = {
+    "tiles": "tile selection per design is not implemented in studies yet; remove it (the search evaluates "
+             "each design with the evaluator's default tiles; 'method: cpsat_tiles' solves the optimal tiles "
+             "of fixed chips)",
+}
+#: Keys of a what-if file (dse.whatif): such a file given to `dse run` is named for what it is.
+WHATIF_KEYS = ("baseline", "proposals")
+#: Most combinations of categorical chip values (e.g. hbm.generation x process) built as chips at load time.
+MAX_VARIANTS = 64
+#: Of those, the chips each numeric value is applied to with with_overrides (its type and bounds).
+MAX_VALUE_CHIPS = 8
+_LOCATED = re.compile(r"^\S+:\d+(:\d+)?[ :]")
 METHODS = ("nsga2", "tpe", "gp", "random", "grid", "cpsat_tiles", "cpsat_split")
 WORKLOAD_PARAM_PREFIX = "workload."
 
@@ -53,6 +89,18 @@ class SpaceEntry:
     choices: tuple = ()
     dimension: str | None = None
 
+    def to_param(self) -> Param:
+        """The design-space record the run searches (:class:`dse.space.Param`); SpecError if it refuses."""
+        if self.kind == "choice":
+            return ChoiceParam(self.name, tuple(self.choices))
+        if self.kind == "int":
+            if self.dimension is None:
+                return IntParam(self.name, int(self.low), int(self.high), int(self.step))
+            return FloatParam(self.name, float(self.low), float(self.high))
+        if self.kind == "float":
+            return FloatParam(self.name, float(self.low), float(self.high))
+        return LogParam(self.name, float(self.low), float(self.high), integer=self.dimension is None)
+
 
 @dataclass(frozen=True)
 class SolverSettings:
@@ -64,7 +112,6 @@ class SolverSettings:
     storage: str | None = None
     population: int | None = None
     resolution: int = 11
-    tiles: str = "heuristic"
 
 
 @dataclass(frozen=True)
@@ -211,9 +258,6 @@ def _check_workload_space(space, workloads, problems: _Problems) -> None:
     study's evaluation does (formats by name; batch and context as whole
     numbers >= 1) and builds it.
     """
-    import re
-
-
     for e in space:
         if not e.name.startswith(WORKLOAD_PARAM_PREFIX):
             continue
@@ -244,8 +288,19 @@ def _check_workload_space(space, workloads, problems: _Problems) -> None:
                 break
 
 
+def _located(msg: str, file: str, data, path: tuple, what: str) -> str:
+    """``msg`` as it is if it already names a file and line (another YAML file, e.g. a chip file), else at ``path``."""
+    if _LOCATED.match(msg) and not msg.startswith(("<input>", "<string>")):
+        return msg
+    f, (line, col) = locate(data, path)
+    return f"{f}:{line}:{col} {what}: {strip_location(msg)}"
+
+
 def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
-    """Read and validate a study file; every problem is reported at once."""
+    """Read and validate a study file; every problem is reported at once.
+
+    A study that validates runs: see the module docstring (validation equals run).
+    """
 
     path = Path(path)
     data = load_yaml(path)
@@ -253,14 +308,22 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     if not isinstance(data, dict):
         f, (line, col) = locate(data, ())
         raise SpecError(f"{f}:{line}:{col}: a study is a YAML mapping, got {type(data).__name__}")
+    whatif = [k for k in WHATIF_KEYS if k in data]
+    if whatif:
+        f, (line, col) = key_loc(data, (whatif[0],))
+        raise SpecError(f"{f}:{line}:{col} {whatif[0]}: this is a what-if file (it has "
+                        f"{' and '.join(repr(k) for k in whatif)}), not a study; run it with `dse whatif {path}`")
     P = _Problems(data, file)
-    P.check_keys(TOP_KEYS, ("workloads", "base", "objectives"))
+    for k, why in UNREAD_KEYS.items():
+        if k in data:
+            P.at((k,), why, key=True)
+    P.check_keys(TOP_KEYS + tuple(k for k in UNREAD_KEYS if k in data), ("workloads", "base", "objectives"))
 
     name = str(data.get("name") or path.stem)
     question = str(data.get("question") or "").strip()
 
     # workloads (one mapping or a list), each with an optional weight
-    workloads = []
+    workloads, workload_paths = [], []
     wl = data.get("workloads")
     if "workloads" in data and (wl is None or wl == []):
         P.at(("workloads",), "expected at least one workload, e.g. {model: qwen3-8b, phase: decode, batch: 1, "
@@ -274,8 +337,8 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
                 continue
             body = dict(item)
             weight = body.pop("weight", 1.0)
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-                P.at(p + ("weight",), f"expected a number > 0, got {weight!r}")
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
+                P.at(p + ("weight",), f"expected a finite number > 0, got {weight!r}")
                 continue
             body = LocDict(body)
             body.file, body.loc = getattr(item, "file", file), getattr(item, "loc", (1, 1))
@@ -283,10 +346,10 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
             try:
                 build(body)
             except SpecError as e:
-                for msg in e.problems:
-                    P.items.append(msg if msg.startswith(file) else f"{file}:{locate(data, p)[1][0]}:{locate(data, p)[1][1]} {'.'.join(map(str, p))}: {msg}")
+                P.items.extend(_located(m, file, data, p, ".".join(map(str, p))) for m in e.problems)
                 continue
             workloads.append((dict(body), float(weight)))
+            workload_paths.append(p)
 
     # base chip + overrides
     base, base_name = None, ""
@@ -296,15 +359,14 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
             if isinstance(b, dict):
                 base = chip_from_dict(b)
                 base_name = base.name
-            elif isinstance(b, str):
+            elif isinstance(b, str) and b.strip():
                 candidate = (path.parent / b) if b.endswith((".yaml", ".yml")) else b
                 base = load_chip(candidate)
                 base_name = base.name
             else:
                 P.at(("base",), f"expected a catalog chip name, a chip file or an inline chip, got {b!r}")
         except SpecError as e:
-            f, (line, col) = locate(data, ("base",))
-            P.items.extend(m if ":" in m.split(" ")[0] else f"{f}:{line}:{col} base: {m}" for m in e.problems)
+            P.items.extend(_located(m, file, data, ("base",), "base") for m in e.problems)
     if isinstance(data.get("overrides") or {}, dict):
         overrides = dict(data.get("overrides") or {})
     else:
@@ -315,11 +377,12 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         try:
             base = with_overrides(base, overrides)
         except SpecError as e:
-            f, (line, col) = locate(data, ("overrides",))
-            P.items.extend(f"{f}:{line}:{col} overrides: {m}" for m in e.problems)
+            P.items.extend(_located(m, file, data, ("overrides",), "overrides") for m in e.problems)
+            base = None
 
     space = _space(data.get("space") or {}, P) if "space" in data else []
     _check_workload_space(space, workloads, P)
+    params = _space_params(space, P)
 
     # constraints and objectives via the registry
     extra = {}
@@ -327,9 +390,9 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         try:
             extra = registry.load_modules(data["modules"], base_dir=path.parent)
         except SpecError as e:
-            f, (line, col) = locate(data, ("modules",))
-            P.items.extend(f"{f}:{line}:{col} modules: {m}" for m in e.problems)
+            P.items.extend(_located(m, file, data, ("modules",), "modules") for m in e.problems)
     constraints, objectives = [], []
+    term_paths = {"constraints": _term_paths(data, "constraints"), "objectives": _term_paths(data, "objectives")}
     for key, fn in (("constraints", registry.constraints_from_yaml), ("objectives", registry.objectives_from_yaml)):
         if key in data:
             try:
@@ -343,17 +406,24 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
                     P.items.append(f"{f}:{line}:{col} {m}")
     if "objectives" in data and not objectives and not P.items:
         P.at(("objectives",), "at least one objective is needed")
+    for key, terms in (("constraints", constraints), ("objectives", objectives)):
+        seen = set()
+        for t, where in zip(terms, term_paths[key]):
+            if t.name in seen:
+                P.at(where, f"'{t.name}' is given twice; name each {key[:-1]} once")
+            seen.add(t.name)
 
     # solver
     sv = data.get("solver") or {}
-    settings = SolverSettings()
     if not isinstance(sv, dict):
         P.at(("solver",), f"expected a mapping, got {sv!r}")
         sv = {}
     kw = {}
     for k, v in sv.items():
         p = ("solver", k)
-        if k not in SOLVER_KEYS:
+        if k in UNREAD_SOLVER_KEYS:
+            P.at(p, UNREAD_SOLVER_KEYS[k], key=True)
+        elif k not in SOLVER_KEYS:
             P.at(p, f"unknown key{did_you_mean(k, SOLVER_KEYS)}; known: {', '.join(SOLVER_KEYS)}", key=True)
         elif k == "method":
             if v not in METHODS:
@@ -366,8 +436,8 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
             else:
                 kw[k] = v
         elif k == "seed":
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                P.at(p, f"expected an integer >= 0, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32:
+                P.at(p, f"expected an integer in [0, 2**32), got {v!r}")
             else:
                 kw[k] = v
         elif k == "storage":
@@ -375,14 +445,9 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
                 P.at(p, f"expected a storage URL string, got {v!r}")
             else:
                 kw[k] = v
-        elif k == "tiles":
-            if v not in ("heuristic", "cpsat"):
-                P.at(p, unknown_name("tile method", str(v), ("heuristic", "cpsat")))
-            else:
-                kw[k] = v
     settings = SolverSettings(**kw)
-    if settings.method == "grid":
-        pass
+    if settings.method == "nsga2" and settings.population is not None and settings.population < 2:
+        P.at(("solver", "population"), f"NSGA-II needs a population of at least 2, got {settings.population}")
 
     out = data.get("output") or f"results/{name}"
     if not isinstance(out, str):
@@ -394,6 +459,259 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     output = Path(out)
     if not output.is_absolute():
         output = (path.parent.parent / output) if path.parent.name == "studies" else (path.parent / output)
-    return StudySpec(path=path, name=name, question=question, workloads=tuple(workloads), base=base,
+    spec = StudySpec(path=path, name=name, question=question, workloads=tuple(workloads), base=base,
                      base_name=base_name, overrides=overrides, space=tuple(space), constraints=tuple(constraints),
                      objectives=tuple(objectives), solver=settings, output=output, raw=dict(data))
+    _check_runs(spec, params, P, workload_paths, term_paths)
+    P.raise_if_any()
+    return spec
+
+
+# ------------------------------------------------------------------ validation equals run
+
+
+def _space_params(space, P: _Problems) -> list[Param] | None:
+    """The design-space records the run builds (dse.space), each refusal located at its parameter."""
+    out, ok = [], True
+    for e in space:
+        try:
+            out.append(e.to_param())
+        except SpecError as err:
+            ok = False
+            for m in err.problems:
+                P.at(("space", e.name), re.sub(r"^parameter '[^']*': ", "", strip_location(m)))
+    return out if ok else None
+
+
+def _term_paths(data, key: str) -> list[tuple]:
+    """Where each entry of a constraints/objectives section is written (the registry's order of terms)."""
+    section = data.get(key)
+    if isinstance(section, dict):
+        return [(key, k) for k in section]
+    if isinstance(section, list):
+        return [(key, i) for i in range(len(section))]
+    return []
+
+
+def _raw(data, path: tuple):
+    node = data
+    for p in path:
+        node = node[p]
+    return node
+
+
+def _value_paths(e: SpaceEntry) -> list[tuple]:
+    """Where each value of an entry the run may apply is written: every choice, both ends of a range."""
+    if e.kind == "choice":
+        return [("choice", i) for i in range(len(e.choices))]
+    return [(e.kind, 0), (e.kind, 1)]
+
+
+def _bases(spec: StudySpec, P: _Problems) -> list[tuple[Any, tuple]]:
+    """(chip, where) for every base chip the run builds: the study's base, or each choice of a base entry
+    with the study's overrides applied (dse.study.problem._base_of)."""
+    entry = next((e for e in spec.space if e.name == "base"), None)
+    if entry is None:
+        return [(spec.base, ("base",))]
+    out = []
+    for i, c in enumerate(entry.choices):
+        where = ("space", "base", "choice", i)
+        try:
+            chip = load_chip(str(c))
+            out.append((with_overrides(chip, spec.overrides) if spec.overrides else chip, where))
+        except SpecError as err:
+            P.items.extend(_located(m, P.file, P.data, where, ".".join(map(str, where))) for m in err.problems)
+    return out
+
+
+def _hint(chip, name: str) -> str:
+    if name in ("hbm.layers", "hbm.capacity_per_layer") and chip.hbm is not None and chip.hbm.layers is None:
+        per = format_quantity(chip.hbm.stack_capacity, "bytes")
+        return (f"{chip.name} gives its HBM stacks as capacity_per_stack = {per}, not as layers x "
+                f"capacity_per_layer; vary hbm.capacity_per_stack instead, or use a base chip whose stacks are "
+                f"written as layers x capacity_per_layer (e.g. h200-sxm)")
+    return ""
+
+
+def _check_chip_space(spec: StudySpec, P: _Problems):
+    """Every value of every chip parameter, applied as the run applies it; returns the run's chips.
+
+    Categorical values (names: an HBM generation, a node) become chips with ``with_overrides`` (the
+    run's variants, dse.study.problem._variant); numbers go into ``Chips.from_base`` on each variant,
+    which takes only the chip's numeric inputs. Each number is also applied with ``with_overrides``:
+    its type (a boolean parameter takes booleans, a count whole numbers) and bounds (units >= 1).
+    Returns ``(variants, first)``: the chips the run builds and each numeric parameter's first value,
+    or None when a problem was found.
+    """
+    n0 = len(P.items)
+    bases = _bases(spec, P)
+    if len(P.items) > n0 or not bases:
+        return None
+    chip_entries = [e for e in spec.space if e.name != "base" and not e.name.startswith(WORKLOAD_PARAM_PREFIX)]
+    categorical = [e for e in chip_entries if e.kind == "choice" and all(isinstance(v, str) for v in e.choices)]
+    numeric = [e for e in chip_entries if e not in categorical]
+
+    def values_ok(e: SpaceEntry, chips) -> bool:
+        for rel in _value_paths(e):
+            raw = _raw(P.data, ("space", e.name) + rel)
+            for chip in chips:
+                try:
+                    with_overrides(chip, {e.name: raw})
+                except SpecError as err:
+                    why = "; ".join(re.sub(r"^[\w.]+: ", "", strip_location(m), count=1) for m in err.problems)
+                    why = _hint(chip, e.name) or why
+                    P.at(("space", e.name) + rel, f"{e.name} cannot be {raw!r} on {chip.name}: {why}")
+                    return False
+        return True
+
+    base_chips = [chip for chip, _ in bases]
+    ok = [values_ok(e, base_chips) for e in categorical]
+    if not all(ok):
+        return None
+    combos = list(itertools.islice(itertools.product(*[e.choices for e in categorical]), MAX_VARIANTS))
+    variants = []
+    for chip in base_chips:
+        for combo in combos:
+            items = {e.name: str(v) for e, v in zip(categorical, combo)}
+            try:
+                variants.append(with_overrides(chip, items) if items else chip)
+            except SpecError as err:
+                P.at(("space", categorical[0].name),
+                     f"the values {items} together do not make a valid chip from {chip.name}: "
+                     f"{'; '.join(strip_location(m) for m in err.problems)}")
+                return None
+    first = {}
+    for e in numeric:
+        value = e.choices[0] if e.kind == "choice" else e.low
+        first[e.name] = value
+        for chip in variants:  # the run's Chips.from_base takes only the chip's numeric inputs
+            try:
+                Chips.from_base(chip, 1, {e.name: np.array([float(value) if not isinstance(value, str) else 0.0])})
+            except SpecError as err:
+                why = _hint(chip, e.name) or "; ".join(strip_location(m) for m in err.problems)
+                P.at(("space", e.name), f"a design cannot vary {e.name} on {chip.name}: {why}", key=True)
+                break
+        else:
+            if values_ok(e, variants[:MAX_VALUE_CHIPS]) and any(isinstance(v, str) for v in e.choices):
+                P.at(("space", e.name, "choice"), f"the choices of {e.name} mix names and numbers "
+                                                  f"({list(e.choices)!r}); a parameter takes one kind of value")
+    if len(P.items) > n0:
+        return None
+    return variants, {k: float(v) for k, v in first.items()}
+
+
+def _check_terms(spec: StudySpec, variants, first: dict, P: _Problems, workload_paths, term_paths) -> None:
+    """One design point of the space, evaluated as the run does; every constraint and objective on it.
+
+    A term that needs a metric nothing produces (registry.column raises) is refused where the study
+    names it. The point: the first chip the run builds with every numeric parameter at its first value.
+    """
+    try:
+        chips = Chips.from_base(variants[0], 1, {k: np.array([v]) for k, v in first.items()})
+        mix = [(build(body), w) for body, w in spec.workloads]
+        with np.errstate(all="ignore"):
+            metrics = evaluate_design(chips, mix)
+    except DseError as err:
+        where = workload_paths[0] if workload_paths else ("workloads",)
+        P.at(where, f"the study's first design point ({variants[0].name}) cannot be evaluated: "
+                    f"{'; '.join(strip_location(m) for m in getattr(err, 'problems', [str(err)]))}")
+        return
+    for key, terms in (("constraints", spec.constraints), ("objectives", spec.objectives)):
+        for t, where in zip(terms, term_paths[key]):
+            try:
+                with np.errstate(all="ignore"):
+                    t(metrics)
+            except SpecError as err:
+                why = "; ".join(re.sub(r"; the metrics have: .*$", " (the evaluator computes no metric of that "
+                                       r"name for this study's designs)", m) for m in err.problems)
+                P.at(where, f"{t.kind} '{t.name}' cannot be computed: {why}")
+            except Exception as err:  # noqa: BLE001 - a study module's own code failed: the user's to fix
+                if t.module.__name__.startswith(("constraints.", "objectives.")):
+                    raise
+                P.at(where, f"{t.kind} '{t.name}' failed on the study's first design point: "
+                            f"{type(err).__name__}: {err}")
+
+
+def _check_runs(spec: StudySpec, params, P: _Problems, workload_paths, term_paths) -> None:
+    """What the run would refuse, refused here (each problem at the key or value that causes it)."""
+    method = spec.solver.method
+    raw_solver = P.data.get("solver") if isinstance(P.data.get("solver"), dict) else {}
+    if params is None:
+        return
+    if method == "cpsat_tiles":
+        _check_cpsat_tiles(spec, P, workload_paths)
+        return
+    if not params:
+        f, (line, col) = locate(P.data, ("space",))
+        P.items.append(f"{f}:{line}:{col} space: the study has no design space: add a 'space:' section with at "
+                       f"least one parameter, e.g. space: {{units: {{int: [64, 192]}}}}")
+        return
+    if method == "grid":
+        ds = DesignSpace(tuple(params))
+        size = ds.grid_size(spec.solver.resolution)
+        if size > spec.solver.trials:
+            axes = " x ".join(f"{p.name} {len(p.grid_values(spec.solver.resolution))}" for p in ds)
+            given = "trials" in raw_solver
+            P.at(("solver", "trials") if given else ("solver", "method") if "method" in raw_solver else ("solver",),
+                 f"the grid has {size:,} points ({axes}), more than the budget of {spec.solver.trials:,} trials"
+                 f"{'' if given else ' (the default)'}; raise solver.trials, narrow the space or the resolution, "
+                 f"or use a sampling method (random, nsga2)")
+            return
+    checked = _check_chip_space(spec, P)
+    if checked is None:
+        return
+    variants, first = checked
+    if method == "cpsat_split":
+        _check_cpsat_split(spec, params, P, term_paths)
+        return
+    _check_terms(spec, variants, first, P, workload_paths, term_paths)
+
+
+def _check_cpsat_split(spec: StudySpec, params, P: _Problems, term_paths) -> None:
+    """The split's own limits (dse.solvers.cpsat_split): its constraints, its parameters, its data step."""
+    n0 = len(P.items)
+    for t, where in zip(spec.constraints, term_paths["constraints"]):
+        if t.name not in cpsat_split.CONSTRAINTS:
+            P.at(where, f"the CP-SAT split (method cpsat_split) models {', '.join(cpsat_split.CONSTRAINTS)}; "
+                        f"it cannot take '{t.name}' (use a search method such as nsga2 for it)")
+    for e in spec.space:
+        if e.name not in cpsat_split.SPLIT_PARAMS:
+            P.at(("space", e.name), unknown_name("split parameter", e.name, cpsat_split.SPLIT_PARAMS)
+                 + " (the CP-SAT split decides only these)", key=True)
+    if len(P.items) > n0:
+        return
+    limits = {t.name: t.params.get("max") for t in spec.constraints}
+    try:
+        cpsat_split.split_data(spec.base, [(build(b), w) for b, w in spec.workloads], DesignSpace(tuple(params)),
+                               tdp=limits.get("tdp"), reticle=limits.get("reticle"))
+    except DseError as err:
+        msg = "; ".join(strip_location(m) for m in getattr(err, "problems", [str(err)]))
+        where = next((("space", e.name) for e in spec.space if f"'{e.name}'" in msg or f" {e.name} " in msg),
+                     ("base",) if "base chip" in msg else ("solver", "method"))
+        P.at(where, f"the CP-SAT split cannot take this study: {msg}")
+
+
+def _check_cpsat_tiles(spec: StudySpec, P: _Problems, workload_paths) -> None:
+    """cpsat_tiles solves the tiles of each base chip as it is: its data step on every GEMM-like operator."""
+    for e in spec.space:
+        if e.name != "base":
+            P.at(("space", e.name), f"method cpsat_tiles solves the optimal tiles of each base chip as it is; it "
+                                    f"does not vary {e.name}: remove it (or use a search method such as nsga2)",
+                 key=True)
+    if P.items:
+        return
+    for chip, _where in _bases(spec, P):
+        chips = Chips.from_specs([chip])
+        for (body, _w), wpath in zip(spec.workloads, workload_paths):
+            seen = set()
+            for op in build(body).ops:
+                key = dataclasses.replace(op, name="", count=1)  # identical operators: one data step
+                if not (op.m > 0 and op.n > 0 and op.k > 0) or key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    tile_data(op, chips)
+                except DseError as err:
+                    P.at(wpath, f"cpsat_tiles cannot solve the tiles of {op.name} on {chip.name}: "
+                                f"{'; '.join(strip_location(m) for m in getattr(err, 'problems', [str(err)]))}")
+                    break

@@ -99,7 +99,8 @@ def problems_from(err: ValidationError, data, model: type[BaseModel], prefix: tu
         else:
             file, (line, col) = locate(data, loc)
             msg = _clean(e["msg"])
-            got = "" if ", got " in msg else f", got {_show(e.get('input'))}"
+            # (a check of a whole mapping, e.g. "give exactly one main memory", says what it found itself)
+            got = "" if ", got " in msg or isinstance(e.get("input"), dict) else f", got {_show(e.get('input'))}"
             out.append(f"{file}:{line}:{col} {path}: {msg}{got}")
     # one message per location and text, in file order
     seen, uniq = set(), []

@@ -5,10 +5,13 @@ wrong types, missing and extra keys, odd units, huge, negative and
 non-finite numbers, deep nesting, non-UTF-8 bytes, byte-level damage, and
 wholly random YAML. Each is written to a file and checked with ``dse
 validate`` (:func:`dse.cli.validate.validate_file`) and ``load_study``. The
-outcome must be a :class:`DseError` whose message names where the problem is
-(the file, with a line where the YAML has one), never another exception. A
-sample of the files that validate is run (2 trials, nothing written but the
-journal, in one process, in a temp folder): a run ends in a table or in a DseError.
+outcome must be a :class:`DseError` each of whose problems names where it is
+(``file:line:col``, in the study or in a YAML file it points to; never a
+phantom ``<input>:1:1``), never another exception. Validation equals run:
+every file that validates as a study is run (2 trials for a search, its own
+budget for a grid, in one process, nothing written but the journal, in a temp
+folder) and must not end in a SpecError; it ends in a table, or in an
+InfeasibleError / SolverError (no feasible design; a solver's own limit).
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ import yaml
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
+from dse import registry
 from dse.errors import DseError, InfeasibleError, SolverError, SpecError
-from dse.study import run_study
+from dse.hardware import param_dimension, parameter_names
+from dse.spec.study import WORKLOAD_PARAMS
+from dse.study import design_space, run_study
 from dse.spec.study import load_study
 from dse.cli.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BASES = {p.name: p.read_text() for p in sorted((ROOT / "studies").glob("*.yaml"))}
 PARSED = {k: yaml.safe_load(v) for k, v in BASES.items()}
-RUN_EVERY = 12  # about one validating example in RUN_EVERY is also run (runs cost ~0.2 s, validation ~20 ms)
+MAX_RUN_GRID = 2000  # a grid study that validates is run with its own budget when its grid is at most this big
 DEEP = 400  # nesting depth of the deep-nesting mutation
 
 # ------------------------------------------------------------ values
@@ -189,17 +195,97 @@ random_yaml = st.one_of(
                      b"a: 1\na: 2", b"\xff\xfe", b"", b"   ", b"# only a comment", b"null", b"[]", b"42"]),
 )
 
-examples = st.one_of(mutated_tree().map(_dump), mutated_tree().map(_dump), damaged_text(), random_yaml)
+# ------------------------------------------------------------ well-formed studies with other spaces and solvers
+#
+# Files the validator mostly accepts: a shipped study whose space, solver and constraints are replaced by
+# well-typed but arbitrary ones (any chip parameter, values of any kind and unit). These hunt studies that
+# validate and then fail in the run (validation equals run).
+
+STUDY_BASES = sorted(k for k, v in PARSED.items() if isinstance(v, dict) and "space" in v)
+PARAM_NAMES = sorted(parameter_names()) + [f"workload.{w}" for w in WORKLOAD_PARAMS]
+#: A unit of each dimension (the values are drawn in the parameter's own dimension 4 times in 5).
+UNITS = {"bytes": "MB", "bandwidth": "GB/s", "time": "us", "frequency": "GHz", "power": "W", "area": "mm^2",
+         "length": "mm", "energy_per_byte": "pJ/B", "energy_per_flop": "pJ/FLOP", "money": "$"}
+NUMBERS_IN_SPACE = [0, 1, 2, 4, 8, 64, 132, -1, 0.5, 1.5, 1e6]
+NAMES_IN_SPACE = ["hbm3", "hbm3e", "hbm2e", "n5", "n3", "n7", "bf16", "fp8", "int4", "gddr7", "x2", "yes"]
+CATALOG = ["h100-sxm", "h200-sxm", "mi355x", "groq-tsp", "b200", "rtx-4090", "cerebras-wse-3"]
+PARAMLESS_CONSTRAINTS = [c for c in registry.constraint_names()
+                         if all(d != None for _, d in registry.get_constraint(c).PARAMS.values())]  # noqa: E711
+
+
+def _dimension(name: str):
+    try:
+        return param_dimension(name)
+    except DseError:
+        return None
+
+
+@st.composite
+def space_entry(draw):
+    name = draw(st.sampled_from(PARAM_NAMES))
+    dim = _dimension(name) if not name.startswith("workload.") else None
+    if dim is not None and draw(st.integers(0, 4)):
+        unit = UNITS[dim]
+        value = st.sampled_from([1, 2, 16, 50, 100, 700]).map(lambda x: f"{x} {unit}")
+    else:
+        value = st.one_of(st.sampled_from(NUMBERS_IN_SPACE), st.booleans(), st.sampled_from(NAMES_IN_SPACE))
+    kind = draw(st.sampled_from(["int", "float", "log", "choice", "choice"]))
+    if kind == "choice":
+        return name, {"choice": draw(st.lists(value, min_size=1, max_size=3, unique_by=repr))}
+    ends = draw(st.lists(value, min_size=2, max_size=2))
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ends):
+        ends = sorted(ends)
+    return name, {kind: ends}
+
+
+@st.composite
+def respaced_study(draw):
+    data = copy.deepcopy(PARSED[draw(st.sampled_from(STUDY_BASES))])
+    if draw(st.booleans()):
+        data["space"] = {}
+    for name, body in draw(st.lists(space_entry(), min_size=1, max_size=3)):
+        data["space"][name] = body
+    if draw(st.integers(0, 4)) == 0:
+        data["space"]["base"] = {"choice": draw(st.lists(st.sampled_from(CATALOG), min_size=1, max_size=3,
+                                                        unique=True))}
+    solver = dict(data.get("solver") or {})
+    if draw(st.booleans()):
+        solver["method"] = draw(st.sampled_from(["nsga2", "tpe", "random", "grid", "cpsat_tiles", "cpsat_split"]))
+    if draw(st.booleans()):
+        solver[draw(st.sampled_from(["population", "batch", "resolution", "trials"]))] = draw(
+            st.sampled_from([1, 2, 3, 50]))
+    data["solver"] = solver
+    if draw(st.booleans()):
+        cons = dict(data.get("constraints") or {})
+        cons[draw(st.sampled_from(PARAMLESS_CONSTRAINTS))] = None
+        data["constraints"] = cons
+    if draw(st.integers(0, 3)) == 0:
+        data["base"] = draw(st.sampled_from(CATALOG))
+    return data
+
+
+examples = st.one_of(mutated_tree().map(_dump), mutated_tree().map(_dump), damaged_text(), random_yaml,
+                     respaced_study().map(_dump))
 
 # ------------------------------------------------------------ the property
 
 
-LOCATED = re.compile(r"\.ya?ml(:\d+)?")
+#: One problem, located: ``file:line:col`` in the study or another YAML file it names (a chip file).
+LOCATED = re.compile(r"^(?P<file>\S+):\d+:\d+[ :]")
+#: Problems of a file that cannot be read as YAML at all name the file (and the line where there is one).
+WHOLE_FILE = re.compile(r"^(?P<file>\S+?):(\d+:)? ?(not valid UTF-8|YAML nested too deeply|malformed YAML|"
+                        r"no such file|is a directory|cannot read)")
 
 
-def _located(msg: str, path: Path) -> bool:
-    """The message names the study file (or another YAML file it points to) where the problem is."""
-    return path.name in msg or bool(LOCATED.search(msg))
+def _located(err: DseError, path: Path) -> bool:
+    """Every problem of the error names its file and line:col (a YAML file, never '<input>' or '<string>')."""
+    for problem in getattr(err, "problems", None) or [str(err)]:
+        m = LOCATED.match(problem) or WHOLE_FILE.match(problem)
+        if m is None or m.group("file") in ("<input>", "<string>"):
+            return False
+        if m.group("file") != str(path) and not re.search(r"\.ya?ml$", m.group("file")):
+            return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -210,53 +296,51 @@ def folder(tmp_path_factory):
 _counter = iter(range(10**9))
 
 
-def _check(folder: Path, raw: bytes, run_ticket: int) -> str:
+def _check(folder: Path, raw: bytes) -> str:
     i = next(_counter)
     path = folder / f"fuzz{i}.yaml"
     path.write_bytes(raw)
     note(f"file {path}:\n{raw[:3000]!r}")
-    outcome = "valid"
+    kind = None
     for check in (validate_file, load_study):
         try:
-            check(path)
+            out = check(path)
         except DseError as e:
             msg = str(e)
             assert msg.strip(), f"{check.__name__}: an empty error message"
-            assert _located(msg, path), f"{check.__name__}: error without a location: {msg!r}"
-            outcome = "error"
+            assert _located(e, path), f"{check.__name__}: error without a file:line:col location: {msg!r}"
         except Exception as e:  # the bug this test hunts
-            if isinstance(e, DseError):
-                raise
             raise AssertionError(f"{check.__name__} raised {type(e).__name__}: {e}") from e
         else:
-            if check is validate_file and outcome == "valid":
-                continue
-    if outcome == "valid" and run_ticket == 0:
-        try:
-            spec = load_study(path)
-        except DseError:
-            return outcome
-        if spec.solver.storage is not None:  # a storage the file names (maybe relative to the cwd): not here
-            return outcome
-        out = folder / f"run{i}"
-        try:
-            trials = 200 if spec.solver.method == "grid" else 2  # a grid needs its size (the shipped ones: <= 180)
-            run_study(path, trials=trials, workers=1, storage=None, out=out, write=False)
-            outcome = "ran"
-        except InfeasibleError:
-            outcome = "ran"
-        except SpecError as e:
-            assert _located(str(e), path), f"run: error without a location: {e}"
-            outcome = "run-error"
-        except (SolverError, DseError):
-            outcome = "run-error"
-    return outcome
+            if check is validate_file:
+                kind = out
+    if kind != "study":
+        return "error" if kind is None else f"valid {kind}"
+    spec = load_study(path)  # validate accepted it as a study: load_study must too, and the run must take it
+    if spec.solver.storage is not None:  # a storage the file names (maybe relative to the cwd): not here
+        return "valid, not run (names a storage)"
+    trials = 2
+    if spec.solver.method == "grid":
+        size = design_space(spec).grid_size(spec.solver.resolution)
+        if size > MAX_RUN_GRID:
+            return "valid, not run (grid too big for a test)"
+        trials = spec.solver.trials
+    try:
+        run_study(path, trials=trials, workers=1, storage=None, out=folder / f"run{i}", write=False)
+    except InfeasibleError:
+        return "ran (infeasible)"
+    except SolverError as e:
+        event(f"solver error: {str(e)[:40]}")
+        return "ran (solver error)"
+    except SpecError as e:
+        raise AssertionError(f"validate accepted the study, the run refused it: {e}") from e
+    return "ran"
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
-@given(raw=examples, run_ticket=st.integers(0, RUN_EVERY - 1))
-def test_study_files_fail_cleanly_or_run(folder, raw, run_ticket):
-    event(_check(folder, raw, run_ticket))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(raw=examples)
+def test_study_files_fail_cleanly_or_run(folder, raw):
+    event(_check(folder, raw))
 
 
 def test_shipped_files_validate():
@@ -292,6 +376,8 @@ FOUND = {
     "int range past int64": (_STUDY.replace("[16, 64]", "[16, 18446744073709551617]"), "at most 2**53"),
     "infinite range": (_STUDY.replace("[16, 64]", "[16, .inf]"), "finite numbers"),
     "int beyond any float": (_STUDY.replace("[16, 64]", "[16, 1" + "0" * 400 + "]"), "finite numbers"),
+    "base a directory": (_STUDY.replace("base: h100-sxm", "base: ."), "is a directory"),
+    "base an empty name": (_STUDY.replace("base: h100-sxm", "base: ''"), "expected a catalog chip name"),
 }
 
 
@@ -305,3 +391,4 @@ def test_fuzz_findings_are_located_errors(tmp_path, case):
             check(path)
         assert expected in str(e.value)
         assert str(path) in str(e.value)
+        assert _located(e.value, path), str(e.value)
