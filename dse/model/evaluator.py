@@ -380,9 +380,10 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
         ea, eb = ops.ea[cols], ops.eb[cols]
     else:
         ea, eb = ops.ea, ops.eb
-    acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
-    ws = tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb)
-    return np.atleast_2d(ws).max(axis=1)
+    acc = 0.0 if acc_store.size == 1 and acc_store.flat[0] > 0 else (
+        tiling.ACCUMULATOR_BYTES if acc_store.size == 1 else np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES))
+    ws = np.atleast_2d(tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb))
+    return ws[:, 0] if ws.shape[1] == 1 else ws.max(axis=1)
 
 
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:

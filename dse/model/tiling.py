@@ -47,6 +47,7 @@ __all__ = [
 
 #: Bytes per accumulator element: partial sums and output tiles accumulate in FP32 (seed 004 §4.3.2).
 ACCUMULATOR_BYTES = 4.0
+_TINY = float(np.finfo(float).tiny)
 
 
 # ------------------------------------------------------------------ padding
@@ -116,8 +117,8 @@ def wave_efficiency(work, units, n_waves=None):
     ``n_waves``: the :func:`waves` of the same arguments, when the caller has them already.
     """
     w = waves(work, units) if n_waves is None else n_waves
-    busy = np.maximum(w * units, np.finfo(float).tiny)
-    return np.where(w > 0, work / busy, 1.0)
+    # (tiny / tiny = 1 without work; work >= 1 otherwise, so the floor changes nothing there)
+    return np.maximum(work, _TINY) / np.maximum(w * units, _TINY)
 
 
 # ------------------------------------------------------------------ working set
@@ -135,7 +136,8 @@ def tile_working_set(tm, tn, tk, in_bytes, acc_bytes, slots=1, b_bytes=None):
     separate accumulator store holds it: TPU accumulators, TMEM, PSUM).
     """
     b = in_bytes if b_bytes is None else b_bytes
-    return (tm * in_bytes + tn * b) * (slots * tk) + tm * tn * acc_bytes  # (the fewest array operations)
+    st = slots * tk
+    return tm * (in_bytes * st + tn * acc_bytes) + tn * (b * st)  # (ordered for the fewest full-size operations)
 
 
 def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots=2):
