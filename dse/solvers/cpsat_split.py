@@ -31,7 +31,7 @@ evaluator and dse.technology, probed once, so the model follows those modules):
     reticle        die(u, b, l, s) = uphys(u) A_unit(b) + l A_cache + s A_phy + A_fixed <= reticle
                    uphys(u) = the area model's physical units (spares for yield) for u enabled units
     hbm_shoreline  s <= 2 stacks_per_edge(sqrt(die x aspect))  <=>  die >= A_shore(s)  (a table over s)
-    tdp            P_static + max_o E_o(u, b, l) / t_o <= TDP: the evaluator's peak power (its peak_power_w,
+    tdp            P_static + max_o E_o(u, b, l, f) / t_o <= TDP: the evaluator's peak power (its peak_power_w,
                    static power + the largest energy / time of an operator) at the peak clock, E_o the
                    evaluator's energy of one instance of o (compute and memory). This is the join's tdp
                    constraint, peak_power_w <= tdp, for a design that holds its peak clock -- and it makes
@@ -45,13 +45,13 @@ the join's time, peak power and die area (``time_s``, ``power_w``, ``die_area_mm
 (``model_time_s``, ``model_power_w``), and the join's tdp constraint and clock ratio in ``info``; a choice
 the join finds over the TDP is a SolverError (the model and the evaluator disagree).
 
-Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract): the clock
-and the (b, l) pair are one-hot booleans; the products u x [f] and uphys x [b] are integer variables
-pinned by enforcement literals (``only_enforce_if``); the 1 / (u f) and 1 / s of the roofline become
+Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract): the units,
+the stacks, the clock and the (b, l) pair are one-hot booleans; the product uphys x [b] is an integer
+variable pinned by enforcement literals (``only_enforce_if``); the 1 / (u f) and 1 / s of the roofline become
 products kept on the left and pinned on both sides, ``t_c x u`` in ``sum_f [f] ceil(K_o / (f q)) + [0,
 u - 1]`` and ``t_m x s`` likewise for ``B_o / (R q)`` (``add_multiplication_equality``), ``t_o = max(t_c,
 t_m, t_Little)``, so t_o is the roofline time exactly up to the time unit q (2^-30 of the mix's lower
-bound); the tdp limit is ``P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l)`` with the one-hot product [u,b,l]
+bound); the tdp limit is ``P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l, f)`` with the one-hot product [u,b,l]
 of the unit and (b, l) selectors (rounded so that it implies the float limit); workload weights x counts
 become integers at 2^-30 (or as fine as int64 allows); areas in 1e-6 mm^2, all through
 :func:`~dse.solvers.cpsat_common.to_int`. Each limit's constraints carry one enforcement literal named
@@ -116,7 +116,7 @@ class SplitData:
     weight: np.ndarray           # (O,) workload weight (normalized over the mix) x count
     cycles: np.ndarray           # (O,) K_o: unit-cycles (compute time = K_o / (u f))
     bytes: np.ndarray            # (O, B, L) off-chip bytes
-    energy: np.ndarray           # (O, U, B, L) J of one instance of o (the evaluator's compute + memory energy)
+    energy: np.ndarray           # (O, U, B, L, F) J of one instance of o (the evaluator's compute + memory energy)
     stack_bandwidth: float       # B/s per stack, efficiency included
     little_cap: float            # B/s, inf without a Little's-law cap
     uphys: np.ndarray            # (U,) physical units
@@ -150,7 +150,7 @@ class SplitData:
 
     def power(self, iu, ib, il, is_, if_) -> np.ndarray:
         """The evaluator's peak power at the peak clock (W): static + max_o E_o / t_o (the tdp limit's quantity)."""
-        e = np.moveaxis(self.energy[:, iu, ib, il], 0, -1)
+        e = np.moveaxis(self.energy[:, iu, ib, il, if_], 0, -1)
         return self.static_power + (e / self.op_times(iu, ib, il, is_, if_)).max(axis=-1)
 
 
@@ -239,15 +239,15 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     process, memory = base.process, base.hbm.generation
 
     # ---- time: unit-cycles per operator (at the base chip) and off-chip bytes per (buffer, L2); energy per
-    # (units, buffer, L2); each from the evaluator on every (u, b, l) of the space
+    # (units, buffer, L2, clock); each from the evaluator on every (u, b, l, f) of the space
     names, weights, cycles, byte_rows, energy_rows = [], [], [], [], []
-    nu, nb, nl = len(units), len(buffers), len(l2s)
-    grid_u, grid_b, grid_l = (a.ravel() for a in np.meshgrid(units, buffers, l2s, indexing="ij"))
-    ubl = _chips(base, nu * nb * nl, {"units": grid_u, "local_buffer": grid_b, "l2": grid_l})
-    static = ubl.get("power.static", 0.0)
-    if not np.allclose(static, static[0], rtol=1e-12):
-        raise SolverError("split solver: the static power now depends on the design, which the split model takes "
-                          "as constant; revisit dse.solvers.cpsat_split")
+    nu, nb, nl, nf = len(units), len(buffers), len(l2s), len(clocks)
+    grid_u, grid_b, grid_l, grid_f = (a.ravel() for a in np.meshgrid(units, buffers, l2s, clocks, indexing="ij"))
+    ublf = _chips(base, grid_u.size, {"units": grid_u, "local_buffer": grid_b, "l2": grid_l, "clock": grid_f})
+    static = ublf.get("power.static", np.nan)
+    if not (np.all(np.isfinite(static)) and np.allclose(static, static[0], rtol=1e-12)):
+        raise SolverError("split solver: the chip's static power is not one figure for every design of the space, "
+                          "which the split model's tdp limit takes it to be; revisit dse.solvers.cpsat_split")
     u0, f0 = float(ref.total_units[0]), g("clock")
     total_weight = sum(a for _, a in mix)
     # the roofline is at the peak clock (the TDP is a limit of the model, not a throttle): padded FLOPs and
@@ -267,17 +267,17 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         if not np.all(np.isfinite(k_matrix)):
             bad = [t.names[i] for i in np.nonzero(~np.isfinite(k_matrix))[0]]
             raise SpecError(f"split solver: chip {base.name} has no matrix rate for operators {bad}")
-        ops = evaluate_workload(ubl, w, breakdown=True).operators
+        ops = evaluate_workload(ublf, w, breakdown=True).operators
         O = len(t.names)
-        traffic = ops.bytes_memory.T.reshape(O, nu, nb, nl)
-        if not np.allclose(traffic, traffic[:, :1], rtol=1e-12):
-            raise SolverError("split solver: the evaluator's off-chip traffic now depends on the unit count, "
-                              "which the split model takes as separable; revisit dse.solvers.cpsat_split")
+        traffic = ops.bytes_memory.T.reshape(O, nu, nb, nl, nf)
+        if not np.allclose(traffic, traffic[:, :1, :, :, :1], rtol=1e-12):
+            raise SolverError("split solver: the evaluator's off-chip traffic now depends on the unit count or the "
+                              "clock, which the split model takes as separable; revisit dse.solvers.cpsat_split")
         names += [f"{w.name}/{n}" for n in t.names]
         weights.append(a / total_weight * t.count)
         cycles.append(np.maximum(k_matrix, k_vector) / g("dies", 1.0))
-        byte_rows.append(traffic[:, 0])
-        energy_rows.append(ops.energy.T.reshape(O, nu, nb, nl))
+        byte_rows.append(traffic[:, 0, :, :, 0])
+        energy_rows.append(ops.energy.T.reshape(O, nu, nb, nl, nf))
     weight, cyc, byt = np.concatenate(weights), np.concatenate(cycles), np.concatenate(byte_rows, axis=0)
     energy = np.concatenate(energy_rows, axis=0)
 
@@ -507,7 +507,8 @@ class _SplitModel:
         m.add(self.s >= math.ceil(d.resident / d.stack_capacity - 1e-12)).only_enforce_if(lim["fits_memory"])
 
     def _tdp(self):
-        """P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l) for every operator: E_o / t_o <= TDP - static.
+        """P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l, f) for every operator (and clock f, where the energies
+        depend on it): E_o / t_o <= TDP - static.
 
         Power in units of (TDP - static) / 2^PB (P = 2^PB), energy in that unit x q, rounded up; t_o - 1 <
         t_o(float) / q, so the integer limit implies the float one.
@@ -531,15 +532,18 @@ class _SplitModel:
             return
         unit = room / 2**pb
         p = 2**pb
+        # one limit per operator where the energies do not depend on the clock, else one per operator and clock
+        by_clock = not np.allclose(d.energy, d.energy[..., :1], rtol=1e-12)
         for o, (t, hi) in enumerate(zip(self.t, self.t_hi)):
-            e = d.energy[o]
-            if not np.any(e > 0):
-                continue
             cap = p * hi + 1  # an energy above P t_hi fails the limit whatever t_o is: any larger value will do
-            coef = [[[min(to_int(min(e[a, i, j] / (unit * self.q), float(cap)), rounding="up"), cap)
-                      for j in range(nl)] for i in range(nb)] for a in range(nu)]
-            m.add(p * (t - 1) >= sum(coef[a][i][j] * w[a][i][j] for a in range(nu) for i in range(nb)
-                                     for j in range(nl))).only_enforce_if(lit)
+            for k in range(len(d.clocks) if by_clock else 1):
+                e = d.energy[o, ..., k]
+                if not np.any(e > 0):
+                    continue
+                coef = [[[min(to_int(min(e[a, i, j] / (unit * self.q), float(cap)), rounding="up"), cap)
+                          for j in range(nl)] for i in range(nb)] for a in range(nu)]
+                m.add(p * (t - 1) >= sum(coef[a][i][j] * w[a][i][j] for a in range(nu) for i in range(nb)
+                                         for j in range(nl))).only_enforce_if([lit, self.x_f[k]] if by_clock else lit)
 
     def tie_key(self):
         """Among designs of the least time: the smallest die, then the first in the order of the space."""
@@ -683,7 +687,8 @@ def _infeasible_message(d: SplitData, names: Sequence[str]) -> str:
             lines.append("hbm_shoreline: s stacks need a die of at least " + ", ".join(
                 f"{a:,.0f} mm^2 (s = {int(s)})" for s, a in zip(d.stacks, d.shore_area)))
         elif name == "tdp":
-            # the peak power falls with the stacks and the clock (longer times): the least at the fewest, slowest
+            # the peak power falls with the stacks and the clock (longer times, and energies no larger where the
+            # voltage follows the clock): the least at the fewest stacks and the slowest clock
             iu, ib, il = (a.ravel() for a in np.indices((len(d.units), len(d.buffers), len(d.l2s))))
             p = float(np.min(d.power(iu, ib, il, np.zeros_like(iu), np.zeros_like(iu))))
             lines.append(f"tdp: the least peak power of the space is {p:,.1f} W, the TDP {d.tdp:,.1f} W")

@@ -187,3 +187,31 @@ def test_same_split_twice_is_the_same_answer():
     assert a.params == b.params and a.status == b.status == "OPTIMAL"
     assert (a.time_s, a.model_time_s, a.power_w) == (b.time_s, b.model_time_s, b.power_w)
     assert a.info["deterministic_time"] == b.info["deterministic_time"]
+
+
+def test_tdp_limit_per_clock_where_the_energies_follow_the_clock():
+    """Where the evaluator's energies depend on the clock (a voltage that follows it), the tdp limit is one per
+    operator and clock; CP-SAT still finds the data's own optimum (here energies x (f / f_max)^2)."""
+    from dataclasses import replace
+
+    from dse.solvers.cpsat_split import _SplitModel, _value_index
+
+    base, mix, space, kw = SPACES["h200-gemms-500w"]
+    d = split_data(base, mix, space, **kw)
+    scale = (d.clocks / d.clocks.max()) ** 2
+    d2 = replace(d, energy=d.energy * scale)  # higher clocks cost more energy per operation
+    sm = _SplitModel(d2)
+    solver, status = sm.solve(30.0, 300.0, 0)
+    assert status == "OPTIMAL"
+    got = (int(solver.value(sm.i_u)), _value_index(solver, sm.x_b), _value_index(solver, sm.x_l),
+           _value_index(solver, sm.x_s), _value_index(solver, sm.x_f))
+    iu, ib, il, is_, if_ = (a.ravel() for a in np.indices((len(d.units), len(d.buffers), len(d.l2s), len(d.stacks),
+                                                          len(d.clocks))))
+    ok = ((d2.power(iu, ib, il, is_, if_) <= d2.tdp) & (d2.die_area(iu, ib, il, is_) <= d2.reticle)
+          & (d2.die_area(iu, ib, il, is_) >= d2.shore_area[is_]) & (d2.stacks[is_] * d2.stack_capacity >= d2.resident))
+    obj = sm.objective_of(iu, ib, il, is_, if_)
+    best = min(obj[ok])
+    assert int(solver.value(sm.objective)) == best
+    assert d2.power(*got) <= d2.tdp
+    # the scaled energies let a faster clock through than the unscaled ones would at that design
+    assert d2.power(*got) < d.power(*got) or scale[got[4]] == 1.0
