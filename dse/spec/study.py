@@ -685,11 +685,13 @@ def _check_cpsat_split(spec: StudySpec, params, P: _Problems, term_paths) -> Non
     try:
         cpsat_split.split_data(spec.base, [(build(b), w) for b, w in spec.workloads], DesignSpace(tuple(params)),
                                tdp=limits.get("tdp"), reticle=limits.get("reticle"))
-    except DseError as err:
-        msg = "; ".join(strip_location(m) for m in getattr(err, "problems", [str(err)]))
+    except SpecError as err:
+        msg = "; ".join(strip_location(m) for m in err.problems)
         where = next((("space", e.name) for e in spec.space if f"'{e.name}'" in msg or f" {e.name} " in msg),
                      ("base",) if "base chip" in msg else ("solver", "method"))
         P.at(where, f"the CP-SAT split cannot take this study: {msg}")
+    except DseError:  # a SolverError (the split model's own consistency checks) is the run's to report
+        pass
 
 
 def _check_cpsat_tiles(spec: StudySpec, P: _Problems, workload_paths) -> None:
@@ -712,7 +714,9 @@ def _check_cpsat_tiles(spec: StudySpec, P: _Problems, workload_paths) -> None:
                 seen.add(key)
                 try:
                     tile_data(op, chips)
-                except DseError as err:
+                except SpecError as err:
                     P.at(wpath, f"cpsat_tiles cannot solve the tiles of {op.name} on {chip.name}: "
-                                f"{'; '.join(strip_location(m) for m in getattr(err, 'problems', [str(err)]))}")
+                                f"{'; '.join(strip_location(m) for m in err.problems)}")
                     break
+                except DseError:  # a SolverError is the run's to report
+                    pass
