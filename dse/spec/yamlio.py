@@ -98,11 +98,18 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _constr
 def _expanded_size(node, limit: int) -> int:
     """Nodes of ``node`` with every alias expanded (memoized per node, so a bomb is sized without expanding it)."""
     sizes: dict[int, int] = {}
+    visiting: set[int] = set()  # nodes being sized: meeting one again below itself is a recursive alias
     stack = [(node, False)]
     while stack:
         n, done = stack.pop()
         if id(n) in sizes:
             continue
+        if not done:
+            if id(n) in visiting:
+                line, col = _mark(n)
+                raise SpecError(f"line {line}, column {col}: a recursive alias (an anchor used inside itself); "
+                                f"dse files hold plain trees of values")
+            visiting.add(id(n))
         kids = []
         if isinstance(n, yaml.MappingNode):
             kids = [x for pair in n.value for x in pair]
@@ -110,6 +117,7 @@ def _expanded_size(node, limit: int) -> int:
             kids = list(n.value)
         if done or not kids:
             sizes[id(n)] = min(1 + sum(sizes.get(id(k), 0) for k in kids), limit + 1)
+            visiting.discard(id(n))
             continue
         stack.append((n, True))
         stack.extend((k, False) for k in kids if id(k) not in sizes)
@@ -125,7 +133,11 @@ def load_yaml_text(text: str, file: str = "<string>"):
         loader = _Loader(text, file)
         try:
             node = loader.get_single_node()
-            if node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES:
+            try:
+                too_big = node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES
+            except SpecError as e:
+                raise SpecError(f"{file}: {e}") from None
+            if too_big:
                 line, col = _mark(node)
                 raise SpecError(f"{file}:{line}:{col}: the document expands to more than {MAX_NODES:,} values "
                                 f"through its aliases (&anchor / *alias); write the values out or use fewer aliases")

@@ -71,3 +71,9 @@ def test_calibration_csv_extreme_cells_are_refused(tmp_path, capsys, cell):
     err = capsys.readouterr().err
     assert "m.csv:2: column 'measured_time_s'" in err and "between 1 ns and 1 day" in err
     assert "Traceback" not in err
+
+
+def test_recursive_alias_is_refused():
+    # an anchor used inside itself: a cyclic document (it used to make the size check grow without bound)
+    with pytest.raises(SpecError, match="r.yaml: line 1, column .*recursive alias"):
+        load_yaml_text("a: &x [1, *x]\n", "r.yaml")
