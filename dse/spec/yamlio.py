@@ -107,7 +107,7 @@ def _expanded_size(node, limit: int) -> int:
         if not done:
             if id(n) in visiting:
                 line, col = _mark(n)
-                raise SpecError(f"line {line}, column {col}: a recursive alias (an anchor used inside itself); "
+                raise SpecError(f"{line}:{col}: a recursive alias (an anchor used inside itself); "
                                 f"dse files hold plain trees of values")
             visiting.add(id(n))
         kids = []
@@ -136,7 +136,7 @@ def load_yaml_text(text: str, file: str = "<string>"):
             try:
                 too_big = node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES
             except SpecError as e:
-                raise SpecError(f"{file}: {e}") from None
+                raise SpecError(f"{file}:{e}") from None
             if too_big:
                 line, col = _mark(node)
                 raise SpecError(f"{file}:{line}:{col}: the document expands to more than {MAX_NODES:,} values "

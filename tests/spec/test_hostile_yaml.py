@@ -75,5 +75,5 @@ def test_calibration_csv_extreme_cells_are_refused(tmp_path, capsys, cell):
 
 def test_recursive_alias_is_refused():
     # an anchor used inside itself: a cyclic document (it used to make the size check grow without bound)
-    with pytest.raises(SpecError, match="r.yaml: line 1, column .*recursive alias"):
+    with pytest.raises(SpecError, match=r"r.yaml:1:\d+: a recursive alias"):
         load_yaml_text("a: &x [1, *x]\n", "r.yaml")
