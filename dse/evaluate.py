@@ -114,17 +114,6 @@ def _as_pairs(workloads) -> list[tuple[object, float]]:
     return out
 
 
-def _process_and_memory(chips: Chips):
-    """The node and main-memory technology of the points: per point from their specs, else the base chip's."""
-    if chips.specs:
-        return None, None
-    base = chips.base
-    if base is None:
-        return None, None
-    mem = base.hbm.generation if base.hbm else (base.dram.kind if base.dram else None)
-    return base.process, mem
-
-
 def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=None, fused_attention: bool = True,
                     weights_in_rom: bool = False, rom_bandwidth=np.inf, rom_energy_per_byte=0.0) -> DesignMetrics:
     """Every metric of the N design points ``chips`` on ``workloads``, each design evaluated once.
@@ -138,11 +127,12 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
     if not pairs:
         raise ValueError("evaluate_design: no workloads")
     total_w = sum(w for _, w in pairs)
+    pa = area_mod.package_area_for(chips)  # once: the power model's leakage and the package columns use it
     per = []
     for wl, w in pairs:
         wm = evaluate_workload(chips, wl, tiles=tiles, breakdown=breakdown, fused_attention=fused_attention,
                                weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
-                               rom_energy_per_byte=rom_energy_per_byte)
+                               rom_energy_per_byte=rom_energy_per_byte, package=pa)
         per.append((wl.name, w / total_w, wm))
     m: dict[str, np.ndarray] = {}
     if len(per) == 1:
@@ -160,8 +150,9 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
                 with np.errstate(invalid="ignore"):
                     m[key] = np.nansum(vals * weights, axis=0) if not np.all(np.isnan(vals)) else vals[0]
     m["fits"] = m["fits"] > 0.5
-    process, memory = _process_and_memory(chips)
-    pa = area_mod.package_area(chips, process=process, memory=memory)
+    for key in ("tdp_estimated", "memory_throttled"):
+        m[key] = np.asarray(m[key], dtype=float) > 0.5
+    process, memory = area_mod.process_and_memory(chips)
     package = dict(pa.columns())
     package.update(cost_mod.chip_cost(chips, pa, process=process, memory=memory).columns())
     n_sys = chips.get("system.chips", 1.0)

@@ -32,7 +32,7 @@ import copy
 import functools
 import re
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -84,6 +84,8 @@ AreaPerByte = Q("area_per_byte")
 MoneyPerByte = Q("money_per_byte")
 DefectDensity = Q("defect_density")
 PowerDensity = Q("power_density")
+Voltage = Q("voltage")
+EnergyPerArea = Q("energy_per_area")
 
 
 # ----------------------------------------------------------------- formats
@@ -191,6 +193,36 @@ class PowerDensityLimit(Record):
     liquid: PowerDensity
 
 
+class VoltageRange(Record):
+    """The supply voltages of a node's logic (V): the clock is linear in V - threshold (alpha-power law)."""
+
+    min: Voltage = Field(description="lowest supply (SRAM retention / idle); below it only the clock falls")
+    nominal: Voltage = Field(description="supply at a chip's rated clock; the energy tables are quoted here")
+    max: Voltage = Field(description="highest supply the node allows (reliability)")
+    threshold: Voltage = Field(description="threshold voltage of the alpha-power law f ~ V - V_th")
+
+    @model_validator(mode="after")
+    def _order(self):
+        if not self.threshold < self.min <= self.nominal <= self.max:
+            raise ValueError(f"expected threshold < min <= nominal <= max, got {self.threshold:g} < {self.min:g} "
+                             f"<= {self.nominal:g} <= {self.max:g} V")
+        return self
+
+
+class LeakageDensity(Record):
+    """Leakage power per mm^2 at the nominal voltage, by kind of silicon."""
+
+    logic: PowerDensity
+    sram: PowerDensity
+
+
+class InstructionOverhead(Record):
+    """Instruction fetch, decode, control and operand routing, as a fraction of the arithmetic energy."""
+
+    matrix: Annotated[float, Field(ge=0, le=100)]
+    vector: Annotated[float, Field(ge=0, le=100)]
+
+
 class ProcessNode(Sourced):
     """One process node (processes.yaml). Values in SI; see the YAML header for meanings."""
 
@@ -204,7 +236,13 @@ class ProcessNode(Sourced):
     sram_read_energy: SramReadEnergy
     uncore_area: Area
     io_area: Area
-    static_fraction: Fraction
+    voltage: VoltageRange
+    leakage: LeakageDensity
+    clock_energy: EnergyPerArea = Field(description="clock tree and control, J per cycle per mm^2 of unit logic "
+                                                    "at the nominal voltage")
+    operand_energy: EnergyPerByte = Field(description="register-file reads and writes of a matrix instruction's "
+                                                      "operands, J/B")
+    instruction_overhead: InstructionOverhead
     wafer_cost: Money
     defect_density: DefectDensity
     power_density_limit: PowerDensityLimit
@@ -457,8 +495,9 @@ class Technology:
             out["memory"] = self.memory(spec.hbm.generation).energy_per_byte
         elif spec.dram is not None:
             out["memory"] = self.memory(spec.dram.kind).energy_per_byte
-        else:  # SRAM as main memory: the largest arrays of the node
-            out["memory"] = node.sram_energy_per_byte(spec.sram.capacity / spec.dies)
+        else:  # SRAM as main memory: the array one access reads (its bank; default the per-die capacity)
+            bank = spec.sram.bank if spec.sram.bank is not None else spec.sram.capacity / spec.dies
+            out["memory"] = node.sram_energy_per_byte(bank)
         out["l2"] = over.l2 if over.l2 is not None else node.sram_energy_per_byte(spec.l2)
         out["local"] = over.local if over.local is not None else node.sram_energy_per_byte(spec.local_buffer)
         out["link"] = self.packaging.link_energy
@@ -614,8 +653,8 @@ def chip_energy(spec, tech: Technology | None = None) -> dict[str, float]:
     Keys (seed 004 §4.1.3 energy hierarchy):
 
     * ``memory``: main memory, J/B, from ``memories.yaml`` by the HBM generation
-      or DRAM kind; for an SRAM-main-memory chip the node's SRAM read energy at
-      the per-die capacity (the MB-scale figure);
+      or DRAM kind; for an SRAM-main-memory chip the node's SRAM read energy of
+      its bank (``sram.bank``; default the per-die capacity, the MB-scale figure);
     * ``l2``: J/B of an array of ``spec.l2`` bytes; ``local``: of
       ``spec.local_buffer`` bytes (per unit) -- :meth:`ProcessNode.sram_energy_per_byte`;
     * ``link``: J/B of a die-to-die / chip-to-chip link (NVLink-C2C 1.3 pJ/bit);

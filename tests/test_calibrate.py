@@ -355,8 +355,23 @@ def test_active_bounds_are_reported_not_hidden(rtx_fit, rtx_expected):
     assert rtx_expected["free"][1] == pytest.approx(-2.406e-6, rel=1e-3)
     assert b.edge is None and "= -2.406 us" in b.text()
     assert "bound active" in rtx_fit.summary()
-    assert rtx_fit.unconstrained["step_overhead"] == pytest.approx(rtx_expected["free"][1], rel=1e-3)
-    assert rtx_fit.unconstrained["kernel_overhead"] == pytest.approx(rtx_expected["free"][0], rel=1e-3)
+    # Fully unconstrained (bandwidth_efficiency up to 1e4) the fit may leave the physical region altogether:
+    # at 24x the pin bandwidth the memory's power alone passes the TDP and the memory is throttled (issue 14),
+    # a different basin. It must fit the rows at least as well as the independent freed optimum does.
+    unc = rtx_fit.unconstrained
+    free_point = {"bandwidth_efficiency": _bandwidth_efficiency_for(B64_MEASURED - rtx_expected["free"][1]),
+                  "kernel_overhead": rtx_expected["free"][0], "step_overhead": rtx_expected["free"][1]}
+    assert _relative_cost(rtx_fit, unc) <= _relative_cost(rtx_fit, free_point) * (1 + 1e-6)
+
+
+def _relative_cost(fit, knobs):
+    """1/2 sum of squared relative errors of the model's times at ``knobs`` over the fit's rows (the fit's own
+    problem, whose knobs may leave the physical range)."""
+    prob = _Problem(_resolve_chip("rtx-pro-6000")[0], [x.measurement for x in fit.rows], cal.KNOBS[1:],
+                    {"compute_efficiency": 1.0})
+    theta = np.array([[{"compute_efficiency": 1.0, **knobs}[k] for k in cal.KNOBS]])
+    r = prob.times(theta)[0] / prob.meas - 1.0
+    return 0.5 * float(r @ r)
 
 
 def test_decode_predictions_within_10_percent(rtx_fit):

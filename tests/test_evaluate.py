@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dse.model.evaluator as ev
+from dse.model import power as pw
 from dse import workload as W
 from dse.evaluate import evaluate
 from dse.model.evaluator import default_tiles, evaluate_arrays, evaluate_workload, op_table
@@ -28,7 +29,7 @@ def _only_the_power_ceiling_slows(chips: Chips, wl, a) -> None:
     t0, t1 = a["time_s"]
     if t1 <= t0 * (1 + 1e-12):
         return
-    free = Chips(dict(chips.arrays, tdp=np.full(2, np.inf)), chips.formats)
+    free = Chips(dict(chips.arrays, tdp=np.full(2, np.inf)), chips.formats, base=chips.base)
     b = evaluate_arrays(free, wl)
     assert b["time_s"][1] <= b["time_s"][0] * (1 + 1e-12)
     assert t1 > b["time_s"][1] * (1 + 1e-12)
@@ -89,7 +90,8 @@ def test_more_units_are_never_slower(base, wl, units, more, clock, tdp, voltage_
     chips = _pair(base, "units", units, units + more, clock=clock, tdp=tdp,
                   **{"power.voltage_scaling": voltage_scaling})
     a = evaluate_arrays(chips, wl)
-    assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
+    if not a["memory_throttled"].any():  # (under a TDP the memory traffic may be slowed for power)
+        assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
     assert a["t_matrix_ideal_s"][1] <= a["t_matrix_ideal_s"][0] * (1 + 1e-12)
     _only_the_power_ceiling_slows(chips, wl, a)
 
@@ -105,7 +107,8 @@ def test_more_bandwidth_is_never_slower(base, wl, bw, factor, tdp):
     """
     chips = _pair(base, "memory.bandwidth", bw, bw * factor, tdp=tdp)
     a = evaluate_arrays(chips, wl)
-    assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
+    if not a["memory_throttled"].any():  # (under a TDP the memory traffic may be slowed for power)
+        assert a["t_memory_s"][1] <= a["t_memory_s"][0] * (1 + 1e-12)
     assert a["t_read_s"][1] <= a["t_read_s"][0] * (1 + 1e-12)
     _only_the_power_ceiling_slows(chips, wl, a)
 
@@ -153,6 +156,9 @@ def test_time_and_energy_are_positive_and_finite(base, wl, units, clock, tdp, l2
     chips = Chips.from_base(_base(base), 1, {"units": units, "clock": clock, "tdp": tdp, "l2": l2,
                                              "local_buffer": buf, "calibration.kernel_overhead": koh})
     a = evaluate_arrays(chips, wl)
+    if np.isinf(a["time_s"]).any():  # only a design whose leakage and clock alone exceed its TDP cannot run
+        assert (a["fixed_power_w"] >= a["tdp"] * 0.5).all()
+        return
     for key in ("time_s", "energy_j", "energy_memory_j", "energy_compute_j", "tokens_per_s", "power_w"):
         assert np.isfinite(a[key]).all() and (a[key] > 0).all(), key
     for key in ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_read_s", "t_roofline_s",
@@ -356,17 +362,19 @@ def test_a_tiny_tdp_lowers_the_clock():
     cr = a["clock_ratio"]
     assert cr[0] == 1.0 and cr[1] == 1.0
     assert 0 < cr[3] < cr[2] < 1  # fixed voltage throttles harder than voltage scaling
-    assert cr[2] == pytest.approx(np.cbrt(cr[3]), rel=1e-9)  # (b/e)^(1/3) vs b/e
+    # the same power ratio x: fixed voltage runs at r = x, scaling at the r whose dynamic power ratio is x
+    # (P ~ f V^2 with V = max(V_min, V_th + (V_nom - V_th) f / f_rated) from the node: dse.model.power)
+    assert (a["peak_power_w"][2:] <= 300.0 * (1 + 1e-9)).all()
     assert a["time_s"][2] > a["time_s"][0]
     assert a["t_matrix_s"][2] == pytest.approx(a["t_matrix_s"][0] / cr[2], rel=1e-12)
     assert a["sustained_clock_hz"][3] == pytest.approx(load_chip("h100").clock * cr[3])
 
 
 def test_static_power_adds_static_energy(decode_8k):
-    chips = Chips.from_base(load_chip("h100"), 2, {"power.static": [0.0, 100.0]})
+    chips = Chips.from_base(load_chip("h100"), 2, {"power.static": [0.0, 100.0], "power.clock": 0.0})
     a = evaluate_arrays(chips, decode_8k)
     assert a["energy_static_j"][0] == 0
-    assert a["energy_static_j"][1] == pytest.approx(100.0 * a["time_s"][1])
+    assert a["energy_static_j"][1] == pytest.approx(100.0 * a["time_s"][1])  # decode: the design voltage
     assert a["power_w"][1] == pytest.approx(a["energy_j"][1] / a["time_s"][1])
 
 

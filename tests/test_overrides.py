@@ -159,22 +159,20 @@ def test_default_front_reevaluated_as_chip_files_is_unchanged(tmp_path):
 def test_a_new_tdp_keeps_the_static_power():
     """Leakage belongs to the silicon: a what-if TDP of 1000 W keeps the H100's static power."""
     h100 = load_chip("h100-sxm")
-    before = Chips.from_specs([h100])["power.static"][0]
+    before = metrics(Chips.from_specs([h100]))["static_power_w"][0]
     file = Chips.from_specs([with_overrides(h100, {"tdp": 1000.0})])
     study = as_study_point(h100, {"tdp": 1000.0})
-    assert file["power.static"][0] == study["power.static"][0] == before
+    assert metrics(file)["static_power_w"][0] == metrics(study)["static_power_w"][0] == before
     assert_same_metrics(metrics(file), metrics(study))
 
 
-def test_a_static_fraction_given_with_the_tdp_is_applied_to_the_new_tdp():
+def test_a_new_clock_keeps_the_rated_clock():
+    """Another clock is the same silicon at another operating point: the rated clock (at V_nom) stays the base's."""
     h100 = load_chip("h100-sxm")
-    over = {"tdp": 1000.0, "power.static_fraction": 0.2}
-    file = Chips.from_specs([with_overrides(h100, over)])
-    fresh = Chips.from_specs([with_overrides(h100, {"tdp": "1000 W", "power.static_fraction": 0.2,
-                                                    "power.static": "0 W"})])  # (a chip file's own figure)
-    assert fresh["power.static"][0] == 0.0  # a static power given wins over the fraction
-    assert file["power.static"][0] != Chips.from_specs([h100])["power.static"][0]
-    assert_same_metrics(metrics(file), metrics(as_study_point(h100, over)))
+    file = Chips.from_specs([with_overrides(h100, {"clock": "2.2 GHz"})])
+    study = as_study_point(h100, {"clock": 2.2e9})
+    assert file["power.rated_clock"][0] == study["power.rated_clock"][0] == h100.clock
+    assert_same_metrics(metrics(file), metrics(study))
 
 
 def test_other_stacks_drop_the_enabled_capacity():
@@ -202,8 +200,8 @@ def test_rules_never_touch_a_name_given_in_the_same_change():
     reset, keep = override_rules({"units", "units_physical", "hbm.stacks", "tdp", "power.static"})
     assert not (reset | keep) & {"units", "units_physical", "hbm.stacks", "tdp", "power.static"}
     assert reset == {"hbm.stack_sites", "hbm.capacity"} and keep == set()
-    reset, keep = override_rules({"tdp", "power.static_fraction"})
-    assert reset == {"power.static"} and keep == set()
+    reset, keep = override_rules({"clock", "power.rated_clock"})
+    assert reset == set() and keep == set()
 
 
 def test_a_derived_figure_given_to_a_study_point_wins():
@@ -274,7 +272,6 @@ PARAMS = {
     "dram.bandwidth": st.floats(2e11, 2e12),
     "dram.capacity": st.floats(8e9, 96e9),
     "tdp": st.floats(150.0, 1500.0),
-    "power.static_fraction": st.floats(0.05, 0.3),
     "vector.flops_per_cycle": st.floats(64.0, 1024.0),
     "matrix.flops_per_cycle.bf16": st.floats(512.0, 16384.0),
     "dies": st.integers(1, 4),
@@ -294,7 +291,7 @@ def designs(draw):
     name = draw(st.sampled_from(BASES))
     base = load_chip(name)
     view = Chips.inputs_view(base)
-    applicable = [k for k in PARAMS if k in view or k == "power.static_fraction"]
+    applicable = [k for k in PARAMS if k in view]
     keys = draw(st.lists(st.sampled_from(applicable), min_size=1, max_size=6, unique=True))
     choices = [k for k in CHOICES if k != "hbm.generation" or base.hbm is not None]
     cats = draw(st.lists(st.sampled_from(choices), max_size=2, unique=True))

@@ -148,7 +148,7 @@ def test_technology_md_anchors():
     assert 131072 * tech.process("n7").area_per_flop_cycle("bf16") == pytest.approx(0.11 * 400, rel=0.01)
     for node in NODES_OLD_TO_NEW:
         p = tech.process(node)
-        assert p.static_fraction == 0.15
+        assert p.voltage.threshold < p.voltage.min <= p.voltage.nominal <= p.voltage.max
         assert p.power_density_limit.air == pytest.approx(0.6) and p.power_density_limit.liquid == pytest.approx(1.0)
 
 
@@ -350,8 +350,8 @@ def test_override_memories_packaging_and_chaining():
     assert t2.packaging.reticle_area == 20 * 33
     assert t2.packaging.interposer().max_reticles == 4
     assert t2.packaging.interposer().yield_alpha == 6
-    t3 = t2.overridden({"processes": {"n3": {"static_fraction": 0.2}}})
-    assert t3.process("n3").static_fraction == 0.2 and t3.packaging.reticle_area == 660
+    t3 = t2.overridden({"processes": {"n3": {"clock_energy": "20 pJ/mm^2"}}})
+    assert t3.process("n3").clock_energy == pytest.approx(20e-12) and t3.packaging.reticle_area == 660
     assert tech.packaging().reticle_area == 858 and tech.memory("hbm3e").energy_per_byte == pytest.approx(31.2 * pJ)
     assert tech.overridden(None) is tech.default() and tech.overridden({}) is tech.default()
 
@@ -449,7 +449,7 @@ def test_numeric_view_uses_the_tables():
     view = Chips.numeric_view(_chip())
     assert view["energy.memory"] == tech.memory("hbm3").energy_per_byte
     assert view["energy.flop.bf16"] == pytest.approx(0.175 * pJ)
-    assert view["power.static"] == pytest.approx(0.15 * 700)
+    assert np.isnan(view["power.static"])  # leakage comes from the die's area, in the evaluator (dse.model.power)
 
 
 # ----------------------------------------------------------------- area calibration

@@ -130,8 +130,13 @@ def test_bound_changes_match_the_operator_tables(upgrades):
 
 def test_upgrades_answers(upgrades):
     assert upgrades.change("hbm3e-6-stacks", "time_s", DECODE) < -40  # decode is bandwidth-bound
-    assert upgrades.change("clock-2ghz", "t_matrix_s", PREFILL) < -5
-    assert upgrades.change("fp8-2x", "time_s", PREFILL) == pytest.approx(0.0, abs=1e-9)  # BF16 does not use FP8
+    # prefill on an H100 is power-bound at its 700 W (issue 14; H100s run dense GEMMs at their power limit,
+    # dse/data/technology/power_facts.md): a higher design clock buys no time, and its voltage costs energy
+    assert upgrades.change("clock-2ghz", "t_matrix_s", PREFILL) > -1
+    assert upgrades.change("clock-2ghz", "energy_j", PREFILL) > 0
+    # BF16 does not use FP8; the wider FP8 datapath's leakage (issue 14: leakage follows the die's area) leaves a
+    # little less of the 700 W to the power-bound prefill, so it is no faster and at most a few % slower
+    assert 0.0 <= upgrades.change("fp8-2x", "time_s", PREFILL) < 3.0
 
 
 # ------------------------------------------------------------------ constraints as results

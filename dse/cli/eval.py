@@ -28,6 +28,9 @@ _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "time per token"
           ("bytes_memory", "memory traffic", "bytes"), ("flops", "useful FLOPs", "flops"),
           ("energy_j", "energy per step", "energy"), ("energy_per_token_j", "energy per token", "energy"),
           ("power_w", "average power", "power"), ("peak_power_w", "peak power", "power"),
+          ("tdp", "TDP", "power"), ("static_power_w", "leakage at the design clock", "power"),
+          ("clock_power_w", "clock tree at the design clock", "power"), ("idle_power_w", "idle (leakage at V_min)", "power"),
+          ("sustained_clock_hz", "sustained clock", "frequency"), ("voltage_v", "voltage (FLOP-weighted)", "voltage"),
           ("clock_ratio", "sustained clock / peak", None), ("mfu", "MFU", None), ("mbu", "MBU", None),
           ("resident_bytes", "resident bytes", "bytes"), ("capacity_bytes", "capacity", "bytes"),
           ("max_batch", "max requests at this context", None), ("bound", "bound", None)]
@@ -54,7 +57,14 @@ def _eval(args) -> int:
                 cells.append(f"{format_quantity(float(v), dim):>{width}s}")
             else:
                 cells.append(f"{float(v):>{width}.4g}")
+        if key == "tdp" and "tdp_estimated" in df and df["tdp_estimated"].any():
+            cells = [c + ("*" if est else " ") for c, est in zip(cells, df["tdp_estimated"])]
         print(f"{label:32s}" + "".join(cells))
+    if "tdp_estimated" in df and df["tdp_estimated"].any():
+        print("* the model's estimate (the chip publishes no TDP): the most it can draw; reported, not imposed")
+    if "memory_throttled" in df and df["memory_throttled"].any():
+        names = [x for x, t in zip(labels, df["memory_throttled"]) if t]
+        print(f"memory throttled (its power alone is over the TDP at the lowest clock): {', '.join(names)}")
     if args.calibrated:
         t = df["time_s"].to_numpy()
         print(f"{'calibrated / bound time':32s}{'':>{width}s}{t[1] / t[0]:>{width}.4g}")

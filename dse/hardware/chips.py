@@ -64,14 +64,26 @@ class Chips:
         node = technology.process(spec.process)
         e = node.sram_read_energy
         out.update({"tech.sram_small": e.small, "tech.sram_small_size": e.small_size, "tech.sram_large": e.large,
-                    "tech.sram_large_size": e.large_size, "tech.static_fraction": node.static_fraction})
+                    "tech.sram_large_size": e.large_size})
+        v = node.voltage
+        out.update({"tech.v_min": v.min, "tech.v_nominal": v.nominal, "tech.v_max": v.max,
+                    "tech.v_threshold": v.threshold, "tech.leak_logic": node.leakage.logic,
+                    "tech.leak_sram": node.leakage.sram, "tech.clock_energy": node.clock_energy,
+                    "tech.operand_energy": node.operand_energy,
+                    "tech.overhead_matrix": node.instruction_overhead.matrix,
+                    "tech.overhead_vector": node.instruction_overhead.vector})
         if spec.hbm is not None or spec.dram is not None:
             out["tech.memory_energy"] = technology.memory(spec.hbm.generation if spec.hbm is not None
                                                           else spec.dram.kind).energy_per_byte
         tech = technology.chip_energy(spec)
-        out.update({f"energy.{k}": v for k, v in tech.items() if k.startswith("flop.") or k == "link"})
-        # the vector unit computes in FP32 (softmax, norms): its energy per FLOP from the process node
-        out["energy.vector_flop"] = node.energy_per_flop("fp32")
+        out["energy.link"] = tech["link"]
+        # matrix arithmetic per format from the node (derive adds overheads and operands), a chip's own all-in figure
+        for fmt in spec.matrix.flops_per_cycle:
+            out[f"tech.flop.{_canonical_format(fmt)}"] = node.energy_per_flop(_canonical_format(fmt))
+        for fmt, val in (spec.energy.flop or {}).items():
+            out[f"energy.flop.{_canonical_format(fmt)}"] = val
+        # the vector unit computes in FP32 (softmax, norms): its arithmetic energy per FLOP from the process node
+        out["tech.vector_flop"] = node.energy_per_flop("fp32")
         return out
 
     @staticmethod
@@ -86,7 +98,7 @@ class Chips:
         keys = sorted({k for v in views for k in v})
         inputs = {k: np.array([v.get(k, np.nan) for v in views], dtype=float) for k in keys}
         for k, a in inputs.items():  # a format a chip lacks: rate 0 (the evaluator falls back to a wider one)
-            if k.startswith(("matrix.flops_per_cycle.", "energy.flop.")):
+            if k.startswith(("matrix.flops_per_cycle.", "tech.flop.")):
                 a[np.isnan(a)] = 0.0
         return cls(derive(inputs), formats, [s.name for s in specs], list(specs), inputs=inputs)
 

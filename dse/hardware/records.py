@@ -129,6 +129,9 @@ class SramMemory(Record):
 
     capacity: Bytes = Field(description="total on-chip SRAM of the package")
     bandwidth: Bandwidth
+    bank: Bytes | None = Field(None, description="the SRAM array one access reads (a bank, a tile, a core's "
+                                                 "memory): its read energy is the main memory's J/B; default "
+                                                 "the per-die capacity")
     source: str | None = None
 
 
@@ -173,9 +176,14 @@ class Energy(Record):
 
 
 class PowerSpec(Record):
-    static: PowerOrZero | None = Field(None, description="leakage + idle power; default a fraction of TDP")
-    static_fraction: Fraction | None = None
-    voltage_scaling: bool = Field(True, description="clock falls as cube root of the power ratio (else linearly)")
+    static: PowerOrZero | None = Field(None, description="leakage at the nominal voltage; default from the die's "
+                                                         "logic and SRAM area and the node's leakage density")
+    clock: PowerOrZero | None = Field(None, description="clock tree and control power at the rated clock and the "
+                                                        "nominal voltage; default from the unit logic area")
+    rated_clock: Frequency | None = Field(None, description="the clock reached at the node's nominal voltage; "
+                                                            "default the chip's clock (a design that changes the "
+                                                            "clock keeps its base chip's)")
+    voltage_scaling: bool = Field(True, description="the supply voltage follows the clock (else fixed)")
     source: str | None = None
 
 

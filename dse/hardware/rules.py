@@ -12,6 +12,8 @@ import numpy as np
 
 from dse import technology
 from dse.hardware.records import MEMORY_KINDS
+from dse.model import power
+from dse.precision import get_format
 
 # ----------------------------------------------------------------- the override rule set
 #
@@ -42,16 +44,14 @@ RESETS: dict[str, tuple[str, ...]] = {
     # another generation: its pins, pin rate and stack build (memories.yaml defaults, with_overrides)
     "hbm.generation": ("hbm.pin_rate", "hbm.pins_per_stack", "hbm.layers", "hbm.capacity_per_layer",
                        "hbm.capacity_per_stack", "hbm.capacity"),
-    # a static fraction asked for: static = fraction x TDP, not the base's own figure
-    "power.static_fraction": ("power.static",),
 }
 
 #: changed input -> derived figures kept at their value before that input changed (on the design with every
 #: other change applied), unless given in the same change
 KEEPS: dict[str, tuple[str, ...]] = {
-    # leakage is the silicon's, not the power limit's: another TDP (a what-if "tdp: 1000 W", a study's TDP
-    # axis, CP-SAT's "no TDP" probe) keeps the base chip's static power
-    "tdp": ("power.static",),
+    # another clock is the same silicon at another operating point: its rated clock (reached at the node's
+    # nominal voltage) stays the base chip's, so a faster clock needs a higher voltage (dse.model.power)
+    "clock": ("power.rated_clock",),
 }
 
 
@@ -61,7 +61,7 @@ def override_rules(changed) -> tuple[set[str], set[str]]:
     The one rule set of chip overrides (see RESETS and KEEPS above); called by
     :func:`with_overrides` and :meth:`Chips.from_base`. A name in ``changed``
     is never reset or kept (a value given wins), and a reset wins over a keep
-    (``{tdp, power.static_fraction}``: static = the new fraction x the new TDP).
+    (none of the present rules overlap).
     """
     changed = set(changed)
     reset = {k for c in changed for k in RESETS.get(c, ())} - changed
@@ -73,11 +73,17 @@ MEMORY_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
 
 #: optional inputs a chip may leave out (a default rule stands in: :func:`derive` or the area model), so a
 #: design point may give them whether its base chip does or not
-OPTIONAL_INPUTS = ("units_physical", "tdp", "power.static", "power.static_fraction", "energy.memory", "energy.l2",
-                   "energy.local", "area.unit_logic", "area.uncore", "area.io", "hbm.stack_sites", "hbm.capacity")
+OPTIONAL_INPUTS = ("units_physical", "tdp", "sram.bank", "power.static", "power.clock", "power.rated_clock",
+                   "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "area.unit_logic",
+                   "area.uncore", "area.io", "hbm.stack_sites", "hbm.capacity")
 
 #: the links whose rate :func:`derive` computes
 LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")
+
+
+def format_bytes(fmt: str) -> float:
+    """Bytes of one value of number format ``fmt`` (scales included: dse.precision)."""
+    return get_format(fmt).bits_per_value / 8.0
 
 
 def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -87,11 +93,18 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     ``memory.bandwidth`` = HBM stacks x pins x pin rate (the /8 is in the parsed rate); DRAM or SRAM: given
     ``memory.capacity`` = HBM enabled capacity if given, else stacks x per-stack; DRAM or SRAM: given
     ``energy.memory`` = given, else the memory technology's J/B; SRAM main memory: the node's SRAM read
-                        energy of an array of the per-die capacity
+                        energy of an array of ``sram.bank`` bytes (the array one access reads; default the
+                        per-die capacity)
     ``energy.l2``, ``energy.local`` = given, else the node's SRAM read energy of an array of ``l2`` /
                         ``local_buffer`` bytes (:func:`dse.technology.sram_read_energy`)
-    ``power.static`` = given, else static fraction (given, else the node's) x TDP (0 W without a TDP)
-    ``tdp`` = given, else no limit (inf)
+    ``energy.flop.<fmt>`` = given, else the node's arithmetic J/FLOP x (1 + instruction overhead) + the
+                        instruction's register-file operand bytes per FLOP x the node's operand J/B
+                        (:func:`dse.model.power.matrix_energy_per_flop`; seed 004 §4.1.3)
+    ``energy.vector_flop`` = given, else the node's FP32 J/FLOP x (1 + vector instruction overhead)
+    ``power.rated_clock`` = given, else the clock
+    ``power.static``, ``power.clock`` = given, else NaN: the evaluator derives them from the die's area
+                        (dse.model.power, which needs the area model)
+    ``tdp`` = given, else no limit (inf; the evaluator puts its estimate there)
     ``links.<link>.rate`` = bandwidth if given, else lanes x lane rate (per direction)
 
     ``inputs`` is :meth:`Chips.inputs_view` per point (NaN: not given), with any
@@ -131,12 +144,22 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     with np.errstate(invalid="ignore", divide="ignore"):
         on_die = np.where(sram, get("sram.capacity") / get("dies"), 0.0)
-        out["energy.memory"] = given("energy.memory", np.where(sram, sram_energy(on_die), get("tech.memory_energy")))
+        bank = given("sram.bank", on_die) if "sram.bank" in a else on_die
+        out["energy.memory"] = given("energy.memory", np.where(sram, sram_energy(bank), get("tech.memory_energy")))
     out["energy.l2"] = given("energy.l2", sram_energy(get("l2")))
     out["energy.local"] = given("energy.local", sram_energy(get("local_buffer")))
+    for key in [k for k in a if k.startswith("tech.flop.")]:
+        fmt = key[len("tech.flop."):]
+        derived = power.matrix_energy_per_flop(a[key], get("tech.overhead_matrix"), get("matrix.instruction.m"),
+                                               get("matrix.instruction.n"), get("matrix.instruction.k"),
+                                               format_bytes(fmt), get("tech.operand_energy"))
+        out[f"energy.flop.{fmt}"] = given(f"energy.flop.{fmt}", derived)
+    out["energy.vector_flop"] = given("energy.vector_flop",
+                                      get("tech.vector_flop") * (1.0 + get("tech.overhead_vector")))
+    out["power.rated_clock"] = given("power.rated_clock", get("clock"))
+    out["power.static"] = given("power.static", nan)
+    out["power.clock"] = given("power.clock", nan)
     tdp = get("tdp")
-    fraction = given("power.static_fraction", get("tech.static_fraction"))
-    out["power.static"] = given("power.static", fraction * np.where(np.isnan(tdp), 0.0, tdp))
     out["tdp"] = np.where(np.isnan(tdp), np.inf, tdp)
     for key in LINK_KEYS:
         if any(k in a for k in (f"{key}.bandwidth", f"{key}.lanes", f"{key}.lane_rate")):

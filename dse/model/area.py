@@ -197,7 +197,9 @@ def per_point(chips, what: str, given=None) -> list:
     n = len(chips)
     if given is not None:
         if isinstance(given, str):
-            return [given] * n
+            return _Same(given, n)
+        if isinstance(given, _Same) and len(given) == n:
+            return given
         given = list(given)
         if len(given) != n:
             raise SpecError(f"{what}: {len(given)} names for {n} design points")
@@ -214,8 +216,18 @@ def per_point(chips, what: str, given=None) -> list:
                     f"pass {what}='...' (the base chip's {what})")
 
 
+class _Same(list):
+    """N copies of one name (:func:`per_point` of a name given once): lookups per name are O(1), not O(N)."""
+
+    def __init__(self, name, n: int):
+        super().__init__([name] * n)
+        self.name = name
+
+
 def _by_name(names: list, fn, n: int) -> np.ndarray:
     """A float array holding fn(name) for each point, looked up once per distinct name (NaN for None)."""
+    if isinstance(names, _Same):
+        return np.full(n, np.nan if names.name is None else float(fn(names.name)))
     out = np.full(n, np.nan)
     for name in set(names):
         if name is None:
@@ -330,7 +342,7 @@ class PackageArea:
     hbm_stacks: np.ndarray              # stacks placed (stack sites, active or not); 0 without HBM
     hbm_shoreline_stacks: np.ndarray    # the most stacks the usable edges hold
     interposer_area_mm2: np.ndarray     # 0 without HBM
-    layout: tuple[str, ...]
+    layout: np.ndarray                  # (N,) str: monolithic, side_by_side or base_dies
     parts: dict[str, np.ndarray] = field(default_factory=dict)  # per-die area by part
     reticle_fields: np.ndarray | None = None  # fields each die is stitched across (1: an ordinary die)
 
@@ -360,7 +372,7 @@ def _layouts(dies: np.ndarray, layout) -> list[str]:
         if bad:
             raise SpecError(unknown_name("package layout", bad[0], LAYOUTS))
         return names
-    return ["monolithic" if d <= 1 else ("side_by_side" if d == 2 else "base_dies") for d in dies]
+    return list(np.where(dies > 2, "base_dies", np.where(dies == 2, "side_by_side", "monolithic")))
 
 
 def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION,
@@ -375,7 +387,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     """
     n = len(chips)
     procs = per_point(chips, "process", process)
-    mems = per_point(chips, "memory", memory) if (memory is not None or chips.specs) else [None] * n
+    mems = per_point(chips, "memory", memory) if (memory is not None or chips.specs) else _Same(None, n)
     kind = chips.get("memory.kind", 0.0)
     is_hbm = kind == 0.0
     is_sram = kind == 2.0
@@ -384,9 +396,12 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
                         "pass memory='hbm3' (the base chip's hbm.generation)")
     pkg = _packaging(tech)
     dies = chips.get("dies", 1.0)
-    layouts = _layouts(dies, layout)
-    base = np.array([x == "base_dies" for x in layouts])
-    side = np.array([x == "side_by_side" for x in layouts])
+    if layout is None:  # by die count, vectorized (_layouts names them)
+        base, side = dies > 2, dies == 2
+        layouts = np.where(base, "base_dies", np.where(side, "side_by_side", "monolithic"))
+    else:
+        layouts = np.array(_layouts(dies, layout))
+        base, side = layouts == "base_dies", layouts == "side_by_side"
 
     # ---- units
     if units_physical_ is not None:
@@ -441,9 +456,12 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     b_long, b_short = die_outline(base_area, aspect)
 
     # ---- shoreline
-    gen_fp = [(_memory(m, tech).footprint if m is not None else None) for m in mems]
-    w_face = np.array([min(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
-    depth = np.array([max(f.width, f.height) if f is not None else np.nan for f in gen_fp], dtype=float)
+    def face(m, pick):
+        fp = _memory(m, tech).footprint
+        return np.nan if fp is None else pick(fp.width, fp.height)
+
+    w_face = _by_name(mems, lambda m: face(m, min), n)
+    depth = _by_name(mems, lambda m: face(m, max), n)
     per_long = stacks_per_edge(long, w_face)
     per_short = stacks_per_edge(short, w_face)
     shore = np.where(base, 2.0 * stacks_per_edge(b_long, w_face),
@@ -477,10 +495,26 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         hbm_stacks=stacks,
         hbm_shoreline_stacks=shore,
         interposer_area_mm2=interposer,
-        layout=tuple(layouts),
+        layout=layouts,
         parts=parts,
         reticle_fields=fields,
     )
+
+
+def process_and_memory(chips):
+    """The node and main-memory technology of the points: (None, None) where each point's spec says (from_specs),
+    else the base chip's (from_base)."""
+    base = getattr(chips, "base", None)
+    if chips.specs or base is None:
+        return None, None
+    mem = base.hbm.generation if base.hbm else (base.dram.kind if base.dram else None)
+    return base.process, mem
+
+
+def package_area_for(chips, tech=None) -> PackageArea:
+    """:func:`package_area` of the points with their own node and memory technology (:func:`process_and_memory`)."""
+    process, memory = process_and_memory(chips)
+    return package_area(chips, process=process, memory=memory, tech=tech)
 
 
 def base_die_count(base_area_mm2, tech=None) -> np.ndarray:

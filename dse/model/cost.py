@@ -209,7 +209,8 @@ def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> Chip
         area = area_mod.package_area(chips, process=process, memory=memory, tech=tech)
     n = len(chips)
     procs = area_mod.per_point(chips, "process", process)
-    mems = area_mod.per_point(chips, "memory", memory) if (memory is not None or chips.specs) else [None] * n
+    mems = area_mod.per_point(chips, "memory", memory) if (memory is not None or chips.specs) else \
+        area_mod._Same(None, n)
     pkg = area_mod._packaging(tech)
     alpha = pkg.die_yield_alpha
     diameter = pkg.wafer_diameter

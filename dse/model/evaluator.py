@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware import Chips
-from dse.model import capacity as cap_rules, links, power as pw, tiling
+from dse.model import area as area_mod, capacity as cap_rules, links, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import pad_core as _pad
 from dse.precision import get_format, quant_error
@@ -142,28 +142,30 @@ def op_table(workload, fused: bool = True) -> OpTable:
 def _fallback_chain(fmt: str) -> tuple[str, ...]:
     """``fmt``, then the formats a chip without it runs it on, in order of preference (seed 004 §4.2.4).
 
-    A float format runs on a wider float format (FP8 weights on an A100 are
-    up-converted and multiplied in FP16/BF16), never on integer units while
-    the chip has a float format (INT8 units cannot multiply FP8 values). An
-    integer format runs on a wider integer format, or on a float format whose
-    significand holds its values (INT8 on FP16/BF16, INT4 also on FP8 E4M3).
-    Last resort, for a chip that has none of those (a BF16 model on the
-    INT8-only TPU v1): any other format, widest first -- the model quantized
-    to what the chip runs.
+    First the formats at least as wide (element bits, the narrowest first, in the order of _WIDER): a float
+    format runs on a float format (FP8 weights on an A100 are up-converted and multiplied in FP16/BF16; a
+    BF16 model on V100 runs on its FP16 tensor cores, a format of the same width), never on integer units
+    while the chip has a float format (INT8 units cannot multiply FP8 values); an integer format runs on a
+    wider integer format, or on a float format whose significand holds its values (INT8 on FP16/BF16, INT4
+    also on FP8 E4M3). A format outside _WIDER (a grouped INT4 such as int4_g128) falls back by its width
+    like the others: INT4 group formats run on INT4, INT8, FP8 or FP16 units, never first on FP32. Last
+    resort, for a chip that has none of those (a BF16 model on the INT8-only TPU v1): any other format,
+    widest first -- the model quantized to what the chip runs.
     """
     src = get_format(fmt)
-    wider = _WIDER[_WIDER.index(fmt) + 1:] if fmt in _WIDER else []
-    exact, rest = [fmt], []
-    for f in wider + list(reversed(_WIDER)):
-        if f in exact or f in rest:
-            continue
+    bits = {f: get_format(f).element_bits for f in _WIDER}
+    wider = [f for f in _WIDER if f != fmt and bits[f] >= src.element_bits]
+    wider.sort(key=lambda f: bits[f] != src.element_bits)  # (stable) the same width first: BF16 on FP16
+    def ok(f):
         dst = get_format(f)
         if src.kind == "float":
-            ok = dst.kind == "float"
-        else:
-            ok = dst.kind == "int" or dst.mantissa_bits + 1 >= src.element_bits - 1
-        (exact if ok else rest).append(f)
-    return tuple(exact + rest)
+            return dst.kind == "float"
+        return dst.kind == "int" or dst.mantissa_bits + 1 >= src.element_bits - 1
+
+    narrower = [f for f in reversed(_WIDER) if f != fmt and f not in wider]  # the widest first
+    chain = ([fmt] + [f for f in wider if ok(f)] + [f for f in narrower if ok(f)]
+             + [f for f in reversed(_WIDER) if f != fmt and not ok(f)])
+    return tuple(chain)
 
 
 def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
@@ -258,7 +260,7 @@ _INPUTS = (
     ("txn", "memory_system.transaction", 128.0),
     ("vfpc", "vector.flops_per_cycle", 0.0), ("xpc", "vector.exp_per_cycle", 0.0),
     ("e_mem", "energy.memory", 0.0), ("e_l2", "energy.l2", 0.0), ("e_loc", "energy.local", 0.0),
-    ("e_vec", "energy.vector_flop", 0.0), ("static", "power.static", 0.0), ("tdp", "tdp", np.inf),
+    ("e_vec", "energy.vector_flop", 0.0),
     ("vscale", "power.voltage_scaling", 1.0), ("cap", "memory.capacity", None),
     ("nsys", "system.chips", 1.0), ("link_bw", "links.scale_up.rate", np.nan),
     ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
@@ -266,9 +268,9 @@ _INPUTS = (
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
-_SYSTEM_SCALED = ("units", "bw_raw", "cap", "static", "tdp", "l2")
+_SYSTEM_SCALED = ("units", "bw_raw", "cap", "leak", "clk", "tdp", "tdp_limit", "fixed1", "l2")
 #: ... and those that add up under pipeline parallelism too (each chip runs its layers at its own rates).
-_PIPELINE_SCALED = ("cap", "static", "tdp")
+_PIPELINE_SCALED = ("cap", "leak", "clk", "tdp", "tdp_limit", "fixed1")
 
 
 def _column(a: np.ndarray) -> np.ndarray:
@@ -313,7 +315,49 @@ class ChipColumns:
                            one(self.rom_bw), one(self.rom_e))
 
 
-def _chip_columns(chips: Chips, ops: OpTable, rom=None) -> ChipColumns:
+def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
+    """Per chip (N,): the voltage law, leakage and clock power at V_nom, and the TDP (the model's estimate where
+    the chip publishes none; ``tdp_estimated``). ``package``: the points' PackageArea (computed when None).
+
+    leak = the chip's ``power.static``, else logic and SRAM area x the node's leakage densities (per die x dies)
+    clk  = the chip's ``power.clock``, else unit-logic area (matrix + unit logic) x clock energy x rated clock
+    TDP estimate = leakage + clock + the widest format's matrix power at peak + memory power at full bandwidth,
+    all at the design clock (the most the chip can draw; a chip file may give its own ``tdp``).
+    """
+    if package is None:
+        package = area_mod.package_area_for(chips)
+    parts, dies = package.parts, chips.get("dies", 1.0)
+    logic = (parts["matrix"] + parts["unit_logic"] + parts["io"] + parts["uncore"] + parts["memory_phy"]) * dies
+    sram = (parts["local"] + parts["register_file"] + parts["l2"] + parts["sram_memory"]) * dies
+    leak = pw.leakage_power(logic, sram, chips.get("tech.leak_logic", 0.0), chips.get("tech.leak_sram", 0.0))
+    leak = np.where(np.isnan(chips.get("power.static", np.nan)), leak, chips.get("power.static", np.nan))
+    rated = chips.get("power.rated_clock", np.nan)
+    rated = np.where(np.isnan(rated), chips["clock"], rated)
+    clk = pw.clock_power((parts["matrix"] + parts["unit_logic"]) * dies, chips.get("tech.clock_energy", 0.0), rated)
+    clk = np.where(np.isnan(chips.get("power.clock", np.nan)), clk, chips.get("power.clock", np.nan))
+    v_nom = chips.get("tech.v_nominal", 1.0)
+    law = pw.ClockLaw(chips["clock"] / rated, chips.get("tech.v_min", 1.0), v_nom, chips.get("tech.v_threshold", 0.0),
+                      chips.get("power.voltage_scaling", 1.0) > 0.5)
+    s1 = pw.dynamic_energy_scale(law.v1, v_nom)
+    tdp = chips.get("tdp", np.inf)
+    estimated = ~np.isfinite(tdp)
+    peak = np.zeros(chips.n)  # the most compute power: the costliest format at the peak rate
+    for fmt in chips.formats:
+        peak = np.maximum(peak, chips.peak_flops(fmt) * chips.get(f"energy.flop.{fmt}", 0.0) * s1)
+    p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
+    fixed1 = leak * pw.leakage_scale(law.v1, v_nom) + clk * law.d * s1
+    if estimated.any():
+        tdp = np.where(estimated, fixed1 + peak + p_mem_max, tdp)
+    limit = np.where(estimated, np.inf, tdp)
+    # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
+    # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
+    # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
+    return {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
+            "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp,
+            "tdp_limit": limit, "tdp_est": estimated.astype(float), "fixed1": fixed1}
+
+
+def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:
     cols = {}
     for name, key, default in _INPUTS:
         if key == "_units":
@@ -322,6 +366,8 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None) -> ChipColumns:
             a = chips[key]
         else:
             a = chips.get(key, default)
+        cols[name] = _column(np.asarray(a, dtype=float))
+    for name, a in power_inputs(chips, package).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
     if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + a ring
@@ -472,27 +518,31 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if rom is not None:
         E_mem_op = E_mem_op + bytes_w * e_w
 
-    # ---- power ceiling: sustained clock per operator (seed 004 §4.1.3). While an operator runs, the chip
-    # draws static power + its memory traffic's power + the compute units' power; at the peak clock the
-    # compute units draw E_compute / (time the matrix unit is busy). When that exceeds TDP - static -
-    # memory power, the clock falls: in proportion at fixed voltage, as the cube root when the voltage
-    # scales (P ~ f V^2 ~ f^3). This is the seed's b = (TDP - P_mem) / F_peak vs e, operator by operator,
-    # so an operator's throttling does not depend on the tiles of another (the CP-SAT tile optimum per
-    # operator stays the workload's optimum). A clock below MIN_CLOCK_RATIO of peak is held there: such a
-    # design breaks its TDP (peak_power_w > tdp), which the tdp constraint reports.
-    static, tdp = c.static, c.tdp
+    # ---- power ceiling: sustained clock and voltage per operator (seed 004 §4.1.3; dse.model.power). While an
+    # operator runs the chip draws leakage + clock power + its memory traffic's power + the compute units'
+    # power, each at the operating point (dse.model.power.operator_power). The energy tables hold at the node's
+    # nominal voltage; at the design clock every switching energy scales by (V1 / V_nom)^2, and at r x the
+    # design clock by (V(r) / V_nom)^2. The clock is the highest r <= 1 whose power fits TDP (bisection), per
+    # operator, so an operator's throttling does not depend on another's tiles (the CP-SAT tile optimum per
+    # operator stays the workload's optimum). Where even the lowest clock (MIN_CLOCK_RATIO) does not fit, the
+    # memory traffic is slowed as well, as far as the power fits (``memory_throttled``); a design whose leakage
+    # and clock alone exceed its TDP cannot run (infinite time).
+    tdp, v_nom = c.tdp_limit, c.v_nom
+    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
+    s1 = pw.dynamic_energy_scale(law.v1, v_nom)
+    leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)
+    clk1 = c.clk * c.d * s1
+    fixed1 = leak1 + clk1
+    E_compute_op = E_compute_op * s1  # at the design clock's voltage
     pf_cnt = padded_flops * cnt
     tot_padded = pf_cnt.sum(axis=1, keepdims=True)
-    E_compute = _sum(E_compute_op, cnt)
     peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the peak clock
+        t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the design clock
         t_m1 = np.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
-    t_busy1 = np.maximum(np.maximum(t_m1, t_vector), t_memory)
-    p_mem_op = pw.average_power(E_mem_op, t_busy1)
-    busy_c = np.maximum(np.maximum(t_c1, t_vector), t_memory)
-    p_comp_op = pw.average_power(E_compute_op, busy_c)
-    cr = pw.sustained_clock_ratio(tdp - static - p_mem_op, p_comp_op, c.vscale > 0.5, MIN_CLOCK_RATIO)
+    cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, np.maximum(t_c1, t_vector),
+                                               np.maximum(t_m1, t_vector), t_memory, c.leak, c.clk, law,
+                                               MIN_CLOCK_RATIO)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
     if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
@@ -507,9 +557,20 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
 
     koh = c.koh
     t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
+    mem_throttled = stretch > 1.0
+    if mem_throttled.any():  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
+        t_memory = np.where(mem_throttled, t_busy * stretch, t_memory)
+        t_busy = np.maximum(t_busy, t_memory)
     # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
     # takes the longer of the device's busy time and the host's launch time for all its kernels
     t_op = t_busy
+    # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs
+    v_op = law.voltage(cr)
+    e_scale = pw.dynamic_energy_scale(v_op, law.v1)
+    E_compute_op = E_compute_op * e_scale
+    p_fixed_op = pw.fixed_power(c.leak, c.clk, law, cr)
+    E_fixed_op = p_fixed_op * t_op
+    E_compute = _sum(E_compute_op, cnt)
     # bound: the first resource with the largest time (matrix, vector, memory)
     bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
     # the sustained clock reported per point: the FLOP-weighted mean of the operators' clocks
@@ -537,7 +598,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                                               links.ring_allreduce_bytes(reduce_bytes, p_sys)), 0.0)
     time_s = np.maximum(device, launches) + step_oh + t_link
     E_mem = _sum(E_mem_op, cnt) + link_bytes * c.e_link[:, 0]
-    E_static = pw.energy_at_power(static[:, 0], time_s)
+    # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links)
+    with np.errstate(invalid="ignore"):  # (a design that cannot run: inf - inf outside its operators)
+        outside = np.where(np.isfinite(time_s), np.maximum(time_s - device, 0.0), 0.0)
+    E_static = _sum(E_fixed_op, cnt) + pw.energy_at_power(fixed1[:, 0], outside)
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
@@ -592,9 +656,18 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit
-    op_power = pw.average_power(E_compute_op + E_mem_op, t_op)
-    out["peak_power_w"] = static[:, 0] + op_power.max(axis=1)
-    out["tdp"] = tdp[:, 0]
+    op_power = pw.average_power(E_compute_op + E_mem_op, t_op) + p_fixed_op
+    out["peak_power_w"] = op_power.max(axis=1)
+    out["tdp"] = c.tdp[:, 0]
+    out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5
+    out["static_power_w"] = leak1[:, 0]
+    out["clock_power_w"] = clk1[:, 0]
+    out["fixed_power_w"] = fixed1[:, 0]
+    out["idle_power_w"] = (c.leak * pw.leakage_scale(c.v_min, v_nom))[:, 0]
+    out["memory_throttled"] = mem_throttled.any(axis=1)
+    vv, pp = np.broadcast_arrays(v_op, pf_cnt)  # the FLOP-weighted mean voltage (the lowest without FLOPs)
+    tp = pp.sum(axis=1)
+    out["voltage_v"] = np.where(tp > 0, (vv * pp).sum(axis=1) / np.maximum(tp, 1.0), vv.min(axis=1))
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (first of matrix, vector, memory on a tie)
@@ -614,7 +687,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
                            t_matrix_ideal=t_matrix_ideal, t_memory_compulsory=t_comp,
                            bytes_memory=bytes_mem, bytes_compulsory=bytes_comp, padded_flops=padded_flops,
-                           tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op)
+                           tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op + E_fixed_op)
     return out, ops_out
 
 
@@ -679,7 +752,7 @@ class WorkloadMetrics:
 
 def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = False,
                       fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
-                      rom_energy_per_byte=0.0) -> WorkloadMetrics:
+                      rom_energy_per_byte=0.0, package=None) -> WorkloadMetrics:
     """Metrics of N points on one workload as (N,) arrays (the fast path). See module docstring.
 
     ``weights_in_rom``: the what-if of seed 004 §4.7.3 -- the weights sit in a
@@ -691,7 +764,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     """
     ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
-    cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None)
+    cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
     info = workload_info(workload, ops)
     if weights_in_rom:
         weights = float(workload.weight_resident_bytes)
@@ -721,8 +794,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
                 for k, v in r_ops.items():
                     op_arrays[k][s:e] = v
     # the chip's own arrays (no copy), for a system of several chips their sum
-    nsys = chips.get("system.chips", 1.0)  # capacity and TDP add up under tensor and pipeline parallelism
-    out["tdp"] = chips.get("tdp", np.inf) * nsys if np.any(nsys != 1) else chips.get("tdp", np.inf)
+    nsys = chips.get("system.chips", 1.0)  # capacity adds up under tensor and pipeline parallelism
     out["capacity_bytes"] = chips.memory_capacity * nsys if np.any(nsys != 1) else chips.memory_capacity
     breakdown_rec = None
     if breakdown:
@@ -784,10 +856,13 @@ def _column2(x: np.ndarray, N: int, O: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=128)
 def _quant_error(workload) -> float:
-    """Largest relative L2 round-trip error over the weight, activation and KV formats (Gaussian data)."""
+    """Relative L2 error of the outputs from the weight, activation and KV formats, compounded: the roles'
+    round-trip errors (Gaussian data) add in quadrature, sqrt(e_w^2 + e_a^2 + e_kv^2). A product of two
+    independently rounded operands, (W + dW)(x + dx) ~ W x + dW x + W dx, carries the two relative errors
+    as independent terms, so their variances add (tests/model/test_power_physics.py checks it on a GEMM)."""
 
     f = getattr(workload, "formats", None)
     if f is None:
         return 0.0
     errs = [quant_error(getattr(f, role)) for role in ("weights", "activations", "kv") if getattr(f, role, None)]
-    return float(max(errs)) if errs else 0.0
+    return float(np.sqrt(np.sum(np.square(errs)))) if errs else 0.0

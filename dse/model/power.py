@@ -17,11 +17,186 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MIN_CLOCK_RATIO", "memory_power", "sustained_clock_ratio", "average_power", "energy_at_power",
-           "power_density"]
+__all__ = ["MIN_CLOCK_RATIO", "ACCUMULATOR_BYTES", "memory_power", "sustained_clock_ratio", "average_power",
+           "energy_at_power", "power_density", "voltage_at", "dynamic_energy_scale", "leakage_scale",
+           "operand_bytes_per_flop", "matrix_energy_per_flop", "leakage_power", "clock_power", "ClockLaw",
+           "fixed_power", "operator_power", "sustained_operating_point", "BISECTION_STEPS"]
+
+#: Bytes of one accumulator value (FP32) a matrix instruction reads and writes.
+ACCUMULATOR_BYTES = 4.0
+#: Leakage power ~ V^2 (the leakage current rises about linearly with V through DIBL, times V): est.
+LEAKAGE_EXPONENT = 2.0
 
 #: Lowest sustained clock modelled (fraction of peak); below it the design breaks its TDP (peak power > TDP).
 MIN_CLOCK_RATIO = 0.05
+
+
+# ---------------------------------------------------------------- voltage and frequency (seed 004 §4.1.3)
+#
+#   V(f)      = max(V_min, V_th + (V_nom - V_th) f / f_rated)     the alpha-power law at alpha = 1 (Sakurai &
+#               Newton, IEEE JSSC 25(2) 1990): near nominal the clock grows with the overdrive V - V_th; at
+#               V_min (retention) only the clock falls. A chip's rated clock is reached at V_nom.
+#   E_op(V)   = E_op(V_nom) (V / V_nom)^2                         switching energy ~ C V^2 (seed 004 §4.1.3)
+#   P_leak(V) = P_leak(V_nom) (V / V_nom)^LEAKAGE_EXPONENT
+#   P_clock   = P_clock(f_rated, V_nom) (f / f_rated) (V / V_nom)^2
+
+
+def voltage_at(ratio_to_rated, v_min, v_nominal, v_threshold):
+    """Supply voltage (V) for a clock of ``ratio_to_rated`` x the rated clock: max(V_min, V_th + (V_nom - V_th) r)."""
+    return np.maximum(v_min, v_threshold + (v_nominal - v_threshold) * ratio_to_rated)
+
+
+def dynamic_energy_scale(v, v_nominal):
+    """E(V) / E(V_nom) = (V / V_nom)^2 for switching energy."""
+    x = v / v_nominal
+    return x * x
+
+
+def leakage_scale(v, v_nominal):
+    """P_leak(V) / P_leak(V_nom) = (V / V_nom)^LEAKAGE_EXPONENT (est.)."""
+    x = v / v_nominal
+    return x * x
+
+
+def operand_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES):
+    """Register-file bytes per FLOP of an (m, n, k) matrix instruction: read A (m k) and B (k n) in the
+    input format, read and write the m n accumulators, over its 2 m n k FLOPs (H100 wgmma 64x8x16 BF16:
+    (2048 + 256 + 4096) / 16384 = 0.39 B/FLOP)."""
+    return (im * ik * elem_bytes + ik * inn * elem_bytes + 2.0 * im * inn * acc_bytes) / (2.0 * im * inn * ik)
+
+
+def matrix_energy_per_flop(arithmetic, overhead, im, inn, ik, elem_bytes, operand_energy):
+    """All-in J/FLOP of the matrix unit at V_nom: arithmetic x (1 + instruction overhead) + operand bytes per
+    FLOP x J/B (seed 004 §4.1.3: HMMA 110 pJ with 22% overhead, and the energy hierarchy's register files)."""
+    return arithmetic * (1.0 + overhead) + operand_bytes_per_flop(im, inn, ik, elem_bytes) * operand_energy
+
+
+def leakage_power(logic_mm2, sram_mm2, leak_logic, leak_sram):
+    """Leakage at the nominal voltage (W): logic and SRAM area x the node's densities (processes.yaml)."""
+    return logic_mm2 * leak_logic + sram_mm2 * leak_sram
+
+
+def clock_power(unit_logic_mm2, clock_energy, rated_clock):
+    """Clock tree and control power at the rated clock and V_nom (W): J per cycle per mm^2 x area x clock."""
+    return unit_logic_mm2 * clock_energy * rated_clock
+
+
+class ClockLaw:
+    """Power ratio vs clock ratio of one or many design points, relative to their design clock.
+
+    ``design_ratio`` = f_design / f_rated; with voltage scaling, g(r) = r (V(r) / V(1))^2 is the dynamic
+    power at r x the design clock over that at the design clock (P ~ f V^2; fixed voltage: g(r) = r).
+    :meth:`ratio_for_power` is its inverse: the clock ratio at which dynamic power is x of the design's.
+    """
+
+    def __init__(self, design_ratio, v_min, v_nominal, v_threshold, scaling=True):
+        self.d, self.v_min, self.v_nom, self.v_th = design_ratio, v_min, v_nominal, v_threshold
+        self.scaling = scaling
+        self.v1 = voltage_at(design_ratio, v_min, v_nominal, v_threshold)
+
+    def take(self, shape, mask) -> "ClockLaw":
+        """The law of the entries ``mask`` of its arrays broadcast to ``shape`` (1-D, one per entry)."""
+        def pick(a):
+            return np.broadcast_to(np.asarray(a, dtype=float), shape)[mask]
+        return ClockLaw(pick(self.d), pick(self.v_min), pick(self.v_nom), pick(self.v_th),
+                        np.broadcast_to(self.scaling, shape)[mask])
+
+    def voltage(self, r):
+        """Supply voltage at r x the design clock (the design's voltage where it does not scale)."""
+        v = voltage_at(r * self.d, self.v_min, self.v_nom, self.v_th)
+        return np.where(self.scaling, v, self.v1)
+
+    def power_ratio(self, r):
+        """g(r): dynamic power at r x the design clock over the design's."""
+        x = self.voltage(r) / self.v1
+        return r * x * x
+
+    def ratio_for_power(self, x):
+        """The clock ratio r in [0, 1] with g(r) = x (x clipped to [0, 1]): the inverse of :meth:`power_ratio`."""
+        x = np.clip(x, 0.0, 1.0)
+        a = (self.v_nom - self.v_th) * self.d  # V = V_th + a r above V_min
+        v1sq = self.v1 * self.v1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lin = x * v1sq / (self.v_min * self.v_min)  # where V = V_min: g = r (V_min / V1)^2
+            r_b = np.where(a > 0, (self.v_min - self.v_th) / a, np.inf)  # where V leaves V_min
+            # above r_b: a^2 r^3 + 2 a V_th r^2 + V_th^2 r = x V1^2, increasing and convex: Newton from r = 1
+            r = np.ones(np.broadcast(x, a).shape)
+            vt = self.v_th
+            for _ in range(40):
+                v = vt + a * r
+                f = r * v * v - x * v1sq
+                fp = v * v + 2.0 * a * r * v
+                r = r - f / fp
+        out = np.where(lin <= r_b, lin, r)
+        return np.where(self.scaling, np.clip(out, 0.0, 1.0), x)
+
+
+#: Bisection steps of the sustained clock (sustained_operating_point): 2^-20 of the clock range (1e-6 of the
+#: clock), far below any other error of the model; the lower end is kept, so the power stays within TDP.
+#: (Regula falsi, Illinois variant, needed 24 steps to beat that on random designs: the max()es of the
+#: operator's times put kinks in the power, and a floor far below the root slows it.)
+BISECTION_STEPS = 20
+
+
+def fixed_power(leak_w, clock_w, law: ClockLaw, r):
+    """Leakage + clock-tree power (W) at r x the design clock: leakage at V_nom x (V / V_nom)^2, the clock tree's
+    power at the rated clock and V_nom x f / f_rated x (V / V_nom)^2 (P ~ C V^2 f)."""
+    v = law.voltage(r)
+    return leak_w * leakage_scale(v, law.v_nom) + clock_w * law.d * r * dynamic_energy_scale(v, law.v_nom)
+
+
+def operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law: ClockLaw):
+    """Power (W) of an operator while it runs at r x the design clock (seed 004 §4.1.3: TDP = static + memory +
+    compute, here each at the operating point):
+
+        fixed_power(r)                                       leakage and clock tree
+        + E_mem / max(t_clocked / r, t_memory)               memory traffic over the operator's time
+        + E_comp (V(r) / V1)^2 / max(t_busy / r, t_memory)   switching energy over the time the units are busy
+
+    ``e_comp_j`` at the design clock's voltage V1; ``t_busy``: matrix (no wave loss: idle units draw no
+    switching power) and vector time at the design clock; ``t_clocked``: the same with the wave loss. Every
+    term grows with r (a higher voltage, a shorter time), continuously.
+    """
+    x = law.voltage(r) / law.v1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_mem = np.where(e_mem_j > 0, e_mem_j / np.maximum(t_clocked_s / r, t_memory_s), 0.0)
+        p_comp = np.where(e_comp_j > 0, e_comp_j * x * x / np.maximum(t_busy_s / r, t_memory_s), 0.0)
+    return fixed_power(leak_w, clock_w, law, r) + p_mem + p_comp
+
+
+def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w,
+                              law: ClockLaw, floor=MIN_CLOCK_RATIO):
+    """The sustained clock r (ratio to the design clock) of an operator and its memory stretch under TDP.
+
+    r = 1 where :func:`operator_power` at the design clock is within TDP; else the highest r in [floor, 1] whose
+    power is within it (bisection, the lower end kept: the power after throttling never exceeds TDP). Where
+    even ``floor`` is over, the clock stays there and the memory traffic is slowed too: ``stretch`` = (the
+    power at the floor - fixed_power(floor)) / (TDP - fixed_power(floor)) > 1 stretches the operator's time
+    until its power is TDP (inf: the fixed power alone is over TDP); 1 elsewhere. Arrays broadcast; the
+    bisection runs on the throttled entries only.
+    """
+    cols = (tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w)
+    p1 = operator_power(1.0, *cols[1:], law=law)
+    hot = p1 > tdp_w
+    shape = hot.shape
+    r, stretch = np.ones(shape), np.ones(shape)
+    if not hot.any():
+        return r, stretch
+    t, *ops = (np.broadcast_to(np.asarray(a, dtype=float), shape)[hot] for a in cols)
+    law_h = law.take(shape, hot)
+    p_floor = operator_power(floor, *ops, law=law_h)
+    lo, hi = np.full(t.shape, float(floor)), np.ones(t.shape)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        ok = operator_power(mid, *ops, law=law_h) <= t
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    over = p_floor > t
+    fixed_floor = fixed_power(ops[5], ops[6], law_h, floor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(t > fixed_floor, (p_floor - fixed_floor) / (t - fixed_floor), np.inf)
+    r[hot] = np.where(over, floor, lo)
+    stretch[hot] = np.where(over, np.maximum(s, 1.0), 1.0)
+    return r, stretch
 
 
 def memory_power(bandwidth_bytes_per_s, energy_per_byte_j):
@@ -29,21 +204,23 @@ def memory_power(bandwidth_bytes_per_s, energy_per_byte_j):
     return bandwidth_bytes_per_s * energy_per_byte_j
 
 
-def sustained_clock_ratio(room_w, demand_w, voltage_scaling=True, floor=MIN_CLOCK_RATIO):
-    """Sustained / peak clock under the power ceiling (seed 004 §4.1.3).
+def sustained_clock_ratio(room_w, demand_w, law: ClockLaw, floor=MIN_CLOCK_RATIO):
+    """Sustained / design clock under the power ceiling (seed 004 §4.1.3): the highest r with g(r) <= room / demand.
 
-    ``room_w``: power left for compute (TDP - static - memory power; inf without a TDP); ``demand_w``:
-    the power compute draws at the peak clock. 1 where demand <= room; else room / demand at fixed
-    voltage (P ~ f), (room / demand)^(1/3) when the voltage scales with the clock (P ~ f^3); never below
-    ``floor`` (a chip with no power left crawls at the lowest modelled clock: it breaks its TDP).
-    H100 700 W, 106.4 W of HBM, compute at 1.5x its budget: 0.667 at fixed voltage, 0.874 scaled.
+    ``room_w``: power left for compute (TDP - leakage - clock power - memory power, all at the design clock;
+    inf without a TDP); ``demand_w``: the power compute draws at the design clock; ``law``: g(r), the dynamic
+    power ratio (:class:`ClockLaw`; P ~ f V^2 with V following f, or P ~ f at fixed voltage). 1 where demand
+    <= room; never below ``floor`` (the caller throttles the memory traffic there). The seed's example, H100
+    700 W, 106.4 W of HBM, compute at 1.5x its budget: 0.667 at fixed voltage; with V ~ f (g = r^3) 0.874.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(demand_w > 0, np.clip(room_w, 0.0, None) / demand_w, 1.0)
-    ratio = np.minimum(ratio, 1.0)
-    out = np.where(voltage_scaling, np.cbrt(ratio), ratio)
-    out = np.maximum(out, floor)
-    return np.where(np.isfinite(out), out, 1.0)
+        x = np.where(demand_w > 0, np.clip(room_w, 0.0, None) / demand_w, 1.0)
+    x = np.where(np.isfinite(x), x, 1.0)
+    throttled = x < 1.0
+    if not np.any(throttled):
+        return np.ones(np.shape(x))
+    out = np.where(throttled, law.ratio_for_power(np.minimum(x, 1.0)), 1.0)
+    return np.maximum(out, floor)
 
 
 def average_power(energy_j, time_s):

@@ -31,7 +31,7 @@ evaluator and dse.technology, probed once, so the model follows those modules):
     reticle        die(u, b, l, s) = uphys(u) A_unit(b) + l A_cache + s A_phy + A_fixed <= reticle
                    uphys(u) = the area model's physical units (spares for yield) for u enabled units
     hbm_shoreline  s <= 2 stacks_per_edge(sqrt(die x aspect))  <=>  die >= A_shore(s)  (a table over s)
-    tdp            P_static + max_o E_o(u, b, l, f) / t_o <= TDP: the evaluator's peak power (its peak_power_w,
+    tdp            P_static(u, b, l, f) + max_o E_o(u, b, l, f) / t_o <= TDP: the evaluator's peak power (its peak_power_w,
                    static power + the largest energy / time of an operator) at the peak clock, E_o the
                    evaluator's energy of one instance of o (compute and memory). This is the join's tdp
                    constraint, peak_power_w <= tdp, for a design that holds its peak clock -- and it makes
@@ -81,7 +81,7 @@ from dse.errors import InfeasibleError, SolverError, SpecError, unknown_name
 from dse.evaluate import evaluate_design
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import area as area_model, links
-from dse.model.evaluator import _format_rate, evaluate_workload, op_table
+from dse.model.evaluator import _format_rate, evaluate_workload, op_table, power_inputs
 from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.workload import Workload
@@ -126,7 +126,7 @@ class SplitData:
     fixed_area: float            # mm^2: I/O, uncore
     shore_area: np.ndarray       # (S,) smallest die area whose long edges hold s stacks
     reticle: float               # mm^2
-    static_power: float          # W
+    static_power: np.ndarray     # (U, B, L, F) W: leakage and clock power at the design clock
     tdp: float                   # W (inf: no limit)
     stack_capacity: float        # B
     resident: float              # B
@@ -151,7 +151,7 @@ class SplitData:
     def power(self, iu, ib, il, is_, if_) -> np.ndarray:
         """The evaluator's peak power at the peak clock (W): static + max_o E_o / t_o (the tdp limit's quantity)."""
         e = np.moveaxis(self.energy[:, iu, ib, il, if_], 0, -1)
-        return self.static_power + (e / self.op_times(iu, ib, il, is_, if_)).max(axis=-1)
+        return self.static_power[iu, ib, il, if_] + (e / self.op_times(iu, ib, il, is_, if_)).max(axis=-1)
 
 
 def _values(space: DesignSpace | None, name: str, default: float) -> np.ndarray:
@@ -244,10 +244,9 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     nu, nb, nl, nf = len(units), len(buffers), len(l2s), len(clocks)
     grid_u, grid_b, grid_l, grid_f = (a.ravel() for a in np.meshgrid(units, buffers, l2s, clocks, indexing="ij"))
     ublf = _chips(base, grid_u.size, {"units": grid_u, "local_buffer": grid_b, "l2": grid_l, "clock": grid_f})
-    static = ublf.get("power.static", np.nan)
-    if not (np.all(np.isfinite(static)) and np.allclose(static, static[0], rtol=1e-12)):
-        raise SolverError("split solver: the chip's static power is not one figure for every design of the space, "
-                          "which the split model's tdp limit takes it to be; revisit dse.solvers.cpsat_split")
+    # leakage and clock power at the design clock (dse.model.power) per (u, b, l, f): they grow with the units,
+    # the SRAM and the clock (at the base chip's stacks: a stack's PHY leaks a few watts at most)
+    static = power_inputs(ublf)["fixed1"].reshape(nu, nb, nl, nf)
     u0, f0 = float(ref.total_units[0]), g("clock")
     total_weight = sum(a for _, a in mix)
     # the roofline is at the peak clock (the TDP is a limit of the model, not a throttle): padded FLOPs and
@@ -323,7 +322,7 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         stack_bandwidth=stack_bw, little_cap=little,
         uphys=uphys, unit_area=unit_area, cache_area=cache_area, phy_area=phy_area, fixed_area=fixed_area,
         shore_area=shore, reticle=float(reticle if reticle is not None else area_model.reticle_area_mm2()),
-        static_power=float(static[0]),
+        static_power=static,
         tdp=float(tdp if tdp is not None else g("tdp", math.inf)),
         stack_capacity=float(base.hbm.stack_capacity),
         resident=max(float(w.resident_bytes) for w, _ in mix),
@@ -514,10 +513,12 @@ class _SplitModel:
         t_o(float) / q, so the integer limit implies the float one.
         """
         d, m = self.d, self.m
-        room = d.tdp - d.static_power
+        rooms = d.tdp - d.static_power  # (U, B, L, F): the power beside each design's own static power
+        room = float(rooms.max())  # the power unit's reference; each design's energy is scaled by room / its room
         nu, nb, nl = len(d.units), len(d.buffers), len(d.l2s)
-        # P t_hi x (terms + 1) within int64: CP-SAT bounds a linear constraint by the sum of its terms' ranges
-        pb = min(POWER_BITS, math.floor(61 - math.log2(max(self.t_hi) + 1) - math.log2(nu * nb * nl + 2)))
+        # P t_hi x (terms + 1) within int64: CP-SAT bounds a linear constraint by the sum of its terms' ranges; 9 bits
+        # of headroom besides (at 61 bits CP-SAT 9.x's presolve proved a feasible space infeasible: h100-serving)
+        pb = min(POWER_BITS, math.floor(52 - math.log2(max(self.t_hi) + 1) - math.log2(nu * nb * nl + 2)))
         # the one-hot product [u] x [b, l]
         w = [[[m.new_bool_var(f"units_buffer_l2[{int(d.units[a])},{int(d.buffers[i])},{int(d.l2s[j])}]")
                for j in range(nl)] for i in range(nb)] for a in range(nu)]
@@ -533,11 +534,14 @@ class _SplitModel:
         unit = room / 2**pb
         p = 2**pb
         # one limit per operator where the energies do not depend on the clock, else one per operator and clock
-        by_clock = not np.allclose(d.energy, d.energy[..., :1], rtol=1e-12)
+        by_clock = not (np.allclose(d.energy, d.energy[..., :1], rtol=1e-12)
+                        and np.allclose(rooms, rooms[..., :1], rtol=1e-12))
         for o, (t, hi) in enumerate(zip(self.t, self.t_hi)):
             cap = p * hi + 1  # an energy above P t_hi fails the limit whatever t_o is: any larger value will do
             for k in range(len(d.clocks) if by_clock else 1):
-                e = d.energy[o, ..., k]
+                r = rooms[..., k]
+                with np.errstate(divide="ignore"):  # E_o / t_o <= room_ublf  <=>  E_o room / room_ublf <= room t_o
+                    e = np.where(r > 0, d.energy[o, ..., k] * room / np.where(r > 0, r, 1.0), np.inf)
                 if not np.any(e > 0):
                     continue
                 coef = [[[min(to_int(min(e[a, i, j] / (unit * self.q), float(cap)), rounding="up"), cap)

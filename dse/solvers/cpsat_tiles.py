@@ -94,6 +94,7 @@ candidate set as a batch of identical chips: it is the test oracle.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -103,7 +104,7 @@ from dse.errors import InfeasibleError, SolverError
 from dse.hardware import Chips
 from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
 from dse.solvers.tile_candidates import brute_force_tiles, tile_candidates
-from dse.solvers.tile_data import (RHO_FLOOR, SLOTS, TIME_RTOL, TileChoice, TileData, as_chips, canonical_tk,
+from dse.solvers.tile_data import (MAX_SOLVES, RHO_FLOOR, SLOTS, TIME_RTOL, TileChoice, TileData, as_chips, canonical_tk,
                                    class_min, evaluate_tiles, infeasible_message, tile_data, working_set)
 from dse.solvers.tile_model import NO_ROOM, TileModel
 from dse.workload import Op, Workload
@@ -152,6 +153,7 @@ class _Search:
         self.det_limit, self.limit, self.seed, self.start = deterministic_limit, time_limit_s, seed, start
         self.det_used = 0.0  # deterministic seconds of every attempt so far (the same on any machine)
         self.solves = 0
+        self.truncated = False  # MAX_SOLVES ended the search
         self.statuses: list[str] = []
         self.times: list[float] = []
         self.cap = None  # literal of the current time cap (assumed while it is set)
@@ -268,6 +270,12 @@ class _Search:
         searched is faster."""
         return t_c <= (solver.best_objective_bound - 1) * self.t.q * (1 + TIME_RTOL)
 
+    def budget(self, start: int = 0):
+        """End a phase (the best tiling so far stands, status FEASIBLE) after MAX_SOLVES solves from ``start``."""
+        if self.solves - start >= MAX_SOLVES:
+            self.truncated = True
+            raise _LimitReached(f"tiles of {self.op.name}: {MAX_SOLVES} solves")
+
 
 def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMIT, time_limit_s: float = WALL_LIMIT_S,
                 seed: int = 0) -> TileChoice:
@@ -304,7 +312,7 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     def top(t_s: float) -> int | None:
         """Band edge above which rho > t_s / K: no tiling there is as fast as t_s (None: no such edge)."""
         r = t_s * (1 + 1e-9) / d.t_compute
-        return None if r >= RHO_FLOOR else tm_.kappa_of(r**d.power_exponent, "up")
+        return None if r >= RHO_FLOOR else tm_.kappa_of(d.u_of_rho(r), "up")
 
     def clip(band, t_s: float):
         """The band without the tilings above :func:`top` of ``t_s``; None if empty."""
@@ -321,6 +329,7 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     if solver is None:
         raise InfeasibleError(infeasible_message(d))
     best_cls = S.cls(solver)
+    bound_s = (solver.best_objective_bound - 1) * q  # the relaxation's: a lower bound of every tiling's time
     best_t = S.record(best_cls)[0]
     S.check(best_cls, exact=True)
     # from here on a solve that runs out of its limit ends the search: the best tiling found stands (FEASIBLE)
@@ -328,6 +337,7 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
         if maybe and not S.meets(solver, best_t):  # the relaxation's optimum throttles: search the power bands
             capped, pending = None, tm_.cuts(0, None, tm_.kappa_at(solver), whole=True)
             while pending:
+                S.budget()
                 if capped != best_t:  # strictly faster than the best from now on
                     S.set_cap(to_int(best_t * (1 - TIME_RTOL), q, "down") + 1)
                     capped = best_t
@@ -357,9 +367,10 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
         model.add(v["bytes"] <= to_int(best_b * tm_.sb, rounding="up") - 1)
 
     fewer_bytes()
-    pending = [None]
+    pending, phase2 = [None], S.solves
     try:
         while pending:
+            S.budget(phase2)
             band = pending.pop()
             if band is not None and (band := clip(band, limit)) is None:
                 continue
@@ -382,9 +393,17 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     except _LimitReached:
         pass
     final = min(ties, key=lambda c: (S.cost[c][1], S.cost[c][0]))
+    if S.truncated:  # MAX_SOLVES ended a band search: the evaluator enumerates the domain (exact, vectorized)
+        b = brute_force_tiles(op, chips)
+        cls = (math.ceil(d.m / b.tm), math.ceil(d.n / b.tn), b.split_k)
+        t_b, b_b = S.record(cls)
+        t_f, b_f = S.cost[final][:2]
+        if t_b < t_f * (1 - TIME_RTOL) or (t_b <= t_f * (1 + TIME_RTOL) and b_b < b_f):
+            final = cls
 
     # ---- extract: the class's cheapest tile, as evaluated (2 slots, the largest T_K)
     rec = S.cost[final][2]
+    # (a truncated search is finished by enumeration: as exact as a proof)
     status = "OPTIMAL" if all(s in ("OPTIMAL", "INFEASIBLE") for s in S.statuses) else "FEASIBLE"
     return TileChoice(
         op=op.name, tm=int(rec["tm"]), tn=int(rec["tn"]), tk=int(rec["tk"]), slots=SLOTS[0], split_k=int(final[2]),
@@ -392,7 +411,7 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
         model_time_s=tm_.time_of(*final),
         solve_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu0, clock_ratio=rec["clock_ratio"],
         working_set_bytes=float(working_set(d, rec["tm"], rec["tn"], rec["tk"], SLOTS[0])), solves=S.solves,
-        info={"time_unit_s": q, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
+        info={"time_unit_s": q, "bound_s": bound_s, "truncated": S.truncated, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
               "deterministic_time": S.det_used,
               "classes_checked": len(S.cost), "power_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
     )

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dse.errors import SpecError
+from dse.errors import InfeasibleError, SpecError
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import links, power, tiling
-from dse.model.evaluator import _format_rate, evaluate_workload, op_table
+from dse.model.evaluator import _format_rate, evaluate_workload, op_table, power_inputs
 from dse.workload import Op, Workload
 
-__all__ = ["SLOTS", "TIME_RTOL", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
+__all__ = ["SLOTS", "TIME_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
            "as_chips", "working_set", "accumulator_bytes", "fits", "canonical_tk", "class_min",
            "infeasible_message"]
 
@@ -31,6 +31,12 @@ __all__ = ["SLOTS", "TIME_RTOL", "RHO_FLOOR", "TileChoice", "TileData", "tile_da
 SLOTS = (2, 3, 4)
 #: Relative time difference below which two tilings count as equally fast (the traffic tie-break applies).
 TIME_RTOL = 1e-6
+#: Solves of one operator's tiles at most. Where the clock throttles, tilings whose energies differ by parts
+#: per thousand have times that differ as little, and proving each of them apart took hundreds of solves (tens
+#: of seconds: 550 for a 256x4096x4096 BF16 GEMM on H100, whose answer after 13 solves was within 0.01% of the
+#: final one). Past this count the evaluator enumerates the tile domain (dse.solvers.tile_candidates, vectorized:
+#: 0.05-0.2 s there) and the better of the two answers stands; ``info['truncated']`` says so.
+MAX_SOLVES = 16
 #: 1 / clock ratio at the lowest clock the evaluator models (dse.model.power.MIN_CLOCK_RATIO).
 RHO_FLOOR = 1.0 / power.MIN_CLOCK_RATIO
 
@@ -134,15 +140,26 @@ class TileData:
     partial_split: int           # partials go to memory from this split on
     bandwidth: float
     # power ceiling (per operator, seed 004 §4.1.3)
-    power_budget: float          # W: TDP - static power; inf: no TDP
+    power_budget: float          # W: TDP - the fixed power at the design clock; inf: no TDP
+    band_budget: float           # W: TDP - the fixed power at the lowest clock (the most any clock leaves)
     e_mem: float                 # J per off-chip byte
-    power_exponent: int          # 3: voltage scales with clock, 1: fixed voltage
+    power_exponent: int          # 3: voltage scales with clock, 1: fixed voltage (band-splitting tolerance only)
     e_fixed: float               # J of FLOPs, vector work and the C write through L2 (tile-independent)
     e_local: float               # J per unit of (T_M + T_N) c_M c_N
     e_a: float                   # J per c_N (A requests)
     e_b: float                   # J per c_M (B requests)
     e_split: float               # J per extra split (partial sums requested through L2)
     t_upper: float = math.inf    # s: the evaluator's time of a known feasible tiling (bounds the optimum)
+    law: object = None           # the chip's dse.model.power.ClockLaw (scalars): dynamic power vs clock
+
+    def rho_of_u(self, u: float) -> float:
+        """1 / clock ratio of compute power u x the room (u >= 1): the power ceiling's rule (seed 004 §4.1.3,
+        dse.model.power.sustained_clock_ratio) at a room that the memory's power does not shrink."""
+        return 1.0 / float(power.sustained_clock_ratio(1.0, u, self.law))
+
+    def u_of_rho(self, rho: float) -> float:
+        """The proxy power ratio whose clock is 1 / rho: 1 / g(1 / rho) (the inverse of :meth:`rho_of_u`)."""
+        return 1.0 / float(self.law.power_ratio(1.0 / rho))
 
     @property
     def t_compute(self) -> float:
@@ -156,7 +173,7 @@ class TileData:
 
     @property
     def throttle(self) -> str:
-        """'never' (no TDP, or no tiling can exceed it), 'always' (no power left above static), or 'maybe'.
+        """'never' (no TDP, or no tiling can exceed it) or 'maybe'.
 
         At the peak clock the compute units draw p_comp = E_compute / busy_c <= e_max / K (busy_c >= K) and the
         memory p_mem = E_mem / t_busy1 <= bandwidth x e_mem (t_busy1 >= t_memory): below the budget together,
@@ -164,8 +181,6 @@ class TileData:
         """
         if not math.isfinite(self.power_budget) or self.e_max <= 0:
             return "never"
-        if self.power_budget <= 0 and self.all_draw:
-            return "always"  # every tiling draws compute power, and none is left
         if (self.e_max / self.t_compute + self.p_mem_max) * (1 + 1e-9) <= self.power_budget:
             return "never"
         return "maybe"
@@ -192,10 +207,10 @@ class TileData:
         if t == "never":
             return 1.0
         room = self.power_budget - self.p_mem_max
-        if t == "always" or room <= 0:
+        if room <= 0:
             return RHO_FLOOR
         u = self.e_max / (self.t_compute * room)
-        return min(RHO_FLOOR, max(1.0, u ** (1.0 / self.power_exponent)))
+        return min(RHO_FLOOR, self.rho_of_u(max(1.0, u)))
 
 
 def tile_data(op: Op, chip) -> TileData:
@@ -251,10 +266,21 @@ def tile_data(op: Op, chip) -> TileData:
     bw = float(links.effective_bandwidth(g("memory.bandwidth") * g("calibration.bandwidth_efficiency", 1.0),
                                          g("memory_system.outstanding"), g("memory_system.transaction", 128.0),
                                          g("memory_system.latency")))
-    # power ceiling (seed 004 §4.1.3), per operator: TDP - static power is shared by compute and memory
-    tdp = g("tdp", math.inf)
-    p_budget = tdp - g("power.static") if math.isfinite(tdp) else math.inf
-    e_loc, e_l2 = g("energy.local"), g("energy.l2")
+    # power ceiling (seed 004 §4.1.3), per operator: TDP - the fixed power (leakage and clock) is shared by compute
+    # and memory; the evaluator's own chip power inputs (dse.model.evaluator.power_inputs) and voltage law
+    pin = power_inputs(chips)
+    tdp = float(pin["tdp_limit"][0])
+    p_budget = tdp - float(pin["fixed1"][0]) if math.isfinite(tdp) else math.inf
+    law = power.ClockLaw(float(pin["d"][0]), float(pin["v_min"][0]), float(pin["v_nom"][0]), float(pin["v_th"][0]),
+                         g("power.voltage_scaling", 1.0) > 0.5)
+    floor_w = float(power.fixed_power(float(pin["leak"][0]), float(pin["clk"][0]), law, power.MIN_CLOCK_RATIO))
+    band_budget = tdp - floor_w if math.isfinite(tdp) else math.inf
+    if band_budget <= 0:
+        raise InfeasibleError(f"op {op.name}: the chip's leakage and clock power, {floor_w:.1f} W even at its lowest "
+                              f"clock, leave nothing of its TDP {tdp:.1f} W (raise the TDP or lower the leakage)")
+    s1 = float(power.dynamic_energy_scale(law.v1, float(pin["v_nom"][0])))  # energies at the design voltage
+    e_loc, e_l2 = g("energy.local") * s1, g("energy.l2") * s1
+    e_flop, e_vec = e_flop * s1, g("energy.vector_flop") * s1
     emax = max(ea, eb)
     qk_max = tiling.ceil_div_core(k, ik)
     data = TileData(
@@ -266,9 +292,9 @@ def tile_data(op: Op, chip) -> TileData:
         padded_flops=fpad, unit_rate=fpc * clock * ceff, t_vector=tv,
         a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
-        power_budget=p_budget, e_mem=g("energy.memory"),
-        power_exponent=3 if g("power.voltage_scaling", 1.0) > 0.5 else 1,
-        e_fixed=fpad * e_flop + (vf + ex) * g("energy.vector_flop") + e_l2 * c_bytes,
+        power_budget=p_budget, band_budget=band_budget, e_mem=g("energy.memory"),
+        power_exponent=1,  # the band tolerance: g(r) grows at least as fast as r, so u-bands of (1 + rtol) are tight
+        e_fixed=fpad * e_flop + (vf + ex) * e_vec + e_l2 * c_bytes, law=law,
         # local-buffer bytes per unit of (T_M + T_N) c_M c_N: tiles = c_M c_N batch (dse.model.tiling)
         e_local=e_loc * float(tiling.local_buffer_bytes(float(batch), float(k), 1.0, 0.0, emax)),
         # L2 requests: A once per c_N, B once per c_M (tiling.gemm_traffic), partial sums per extra split

@@ -58,8 +58,7 @@ class TileModel:
     # ---- scaling: one time unit, one byte scale (every conversion through to_int; the power units: _power)
     def _scales(self):
         d = self.d
-        # 'always': every tiling runs at the lowest clock the evaluator models, so the model is exact with it
-        self.rho_const = RHO_FLOOR if d.throttle == "always" else 1.0
+        self.rho_const = 1.0  # the relaxation's clock ratio: the design clock
         self.c_float = d.padded_flops / d.unit_rate * self.rho_const  # s: t_matrix = c_float x waves / work
         self.tv_float = d.t_vector * self.rho_const
         bytes_min = d.a_mem + d.b_mem + d.c_mem
@@ -230,26 +229,26 @@ class TileModel:
 
     # ---- the power ceiling (built on first use: only a search that needs bands pays for it)
     def _power(self):
-        """p_comp and room: the evaluator's compute power and the power left beside memory, at the peak clock.
+        """p_comp and room: the compute power at the design clock and the most power any clock leaves for it.
 
-        In the units of p_comp (e_unit / q, with e_unit = q P / 2^PB, so that P = TDP - static is 2^PB):
+        In the units of p_comp (e_unit / q, with e_unit = q P / 2^PB, P = TDP - the fixed power at the lowest
+        clock, TileData.band_budget):
 
             energy = E_compute / e_unit          coefficients rounded down (FLOPs, vector work, L2 requests,
                                                  local-buffer bytes counted at c_M T_M = M, c_N T_N = N)
             busy   = max(K, ceil(t_memory))      >= busy_c = max(t_c1, t_vector, t_memory)
             p_comp = floor(energy / busy)        <= E_compute / busy_c
-            t_busy = max(ceil(t_matrix), ceil(t_vector), ceil(t_memory))   >= t_busy1 (matrix with wave loss)
-            p_mem  = floor(P_mem,max floor(t_memory) / t_busy)             <= E_mem / t_busy1
-            room   = max(0, 2^PB - p_mem)        >= TDP - static - p_mem (0: no power left)
+            room   = 2^PB                        >= TDP - fixed_power(r) - p_mem(r) at any sustained r
 
-        so u = p_comp / room is a lower bound of the evaluator's p_comp / (TDP - static - p_mem), whose
-        1 / clock ratio is min(max(u, 1)^(1/p), RHO_FLOOR), up to the rounding of the integer units.
+        At the evaluator's sustained clock r (dse.model.power.operator_power = TDP where it throttles) the
+        compute draws E_compute (V(r)/V1)^2 / max(t_busy / r, t_memory) >= g(r) E_compute / busy_c, so
+        g(r) p_comp <= room: u = p_comp / room bounds 1 / r from below by 1 / g^-1(1 / u), up to the rounding
+        of the integer units.
         """
         if "p_comp" in self.v:
             return
         d, m, v = self.d, self.model, self.v
-        # (P > 0 wherever a tiling may throttle; were it not, any room >= 0 would still bound TDP - static - p_mem)
-        p_ref = d.power_budget if d.power_budget > 0 else d.e_max / d.t_compute
+        p_ref = d.band_budget
         self.pb = min(P_BITS, math.floor(61 - math.log2(max(d.e_max / (self.q * p_ref), 1.0))))
         self.e_unit = e_unit = self.q * p_ref / 2.0**self.pb
         # local-buffer bytes ~ c_M c_N (T_M + T_N) = c_N (c_M T_M) + c_M (c_N T_N) >= M c_N + N c_M: linear (the
@@ -263,36 +262,22 @@ class TileModel:
               + k_s * (d.split_max - 1))
         energy = self._var("energy", 0, hi)
         m.add(energy == k_fix + k_loc * local + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
-        # memory time in time units, rounded up (busy times) and down (memory power); bytes <= bw_q t_hi
+        # memory time in time units, rounded up (the busy time); bytes <= bw_q t_hi
         self.k_q = to_int(d.t_compute, self.q, "up")
         self.bw_dn = bw_dn = to_int(d.bandwidth * self.q * self.sb, rounding="down")
         t_up = self._var("t_memory_up", 0, tiling.ceil_div_core(self.bw_q * self.t_hi, bw_dn))
         m.add(t_up * bw_dn >= v["bytes"])
         m.add(t_up * bw_dn <= v["bytes"] + (bw_dn - 1))
-        t_dn = self._var("t_memory_dn", 0, self.t_hi)
-        m.add(t_dn * self.bw_q <= v["bytes"])
-        m.add(t_dn * self.bw_q >= v["bytes"] - (self.bw_q - 1))
         busy = self._var("busy_compute", self.k_q, max(self.k_q, self.hi["t_memory_up"]))
         m.add_max_equality(busy, [self.k_q, t_up])
         p_comp = self._var("p_comp", 0, tiling.ceil_div_core(hi, self.k_q))
         m.add_division_equality(p_comp, energy, busy)
-        # the busy time of the memory power: matrix time with wave loss at the peak clock, rounded up
-        self.c_up = c_up = to_int(self.c_float, self.q, "up")
-        self.tv_up = tv_up = to_int(self.tv_float, self.q, "up")
-        t_mat = self._var("t_matrix_up", 1, c_up)
-        m.add_division_equality(t_mat, c_up * v["waves"] + v["work"] - 1, v["work"])
-        t_busy = self._var("t_busy_up", 1, max(c_up, tv_up, self.hi["t_memory_up"]))
-        m.add_max_equality(t_busy, [t_mat, tv_up, t_up])
-        self.pm_coef = pm = to_int(d.p_mem_max * self.q / e_unit, rounding="down")
-        pm_x_t = self._var("p_mem_x_t_busy", 0, pm * self.t_hi)
-        m.add(pm_x_t == pm * t_dn)
-        p_mem = self._var("p_mem", 0, pm)
-        m.add_division_equality(p_mem, pm_x_t, t_busy)
-        room = self._var("room", 0, 2**self.pb)
-        m.add_max_equality(room, [2**self.pb - p_mem, 0])
+        # room: what the compute may draw, TDP - the fixed power at the lowest clock (the most room any sustained
+        # clock leaves), the memory's power left out (it falls with the clock): a constant, 2^PB
+        room = self._var("room", 2**self.pb, 2**self.pb)
         self.f_bits = min(F_BITS, 61 - self.hi["p_comp"].bit_length(), 61 - (self.pb + 1) - math.ceil(
-            math.log2(RHO_FLOOR**d.power_exponent)))
-        self.k_floor = self.kappa_of(RHO_FLOOR**d.power_exponent, "up")  # from here on, rho is the floor's
+            math.log2(d.u_of_rho(RHO_FLOOR))))
+        self.k_floor = self.kappa_of(d.u_of_rho(RHO_FLOOR), "up")  # from here on, rho is the floor's
 
     def u_of(self, kappa: int) -> float:
         """The proxy power ratio u = p_comp / room of band edge ``kappa``."""
@@ -309,7 +294,7 @@ class TileModel:
         """The band's lower bound of 1 / clock ratio for every tiling with p_comp >= u(kappa) x room."""
         if kappa <= 0:
             return 1.0
-        return min(RHO_FLOOR, max(1.0, self.u_of(kappa)) ** (1.0 / self.d.power_exponent)) * (1 - 1e-12)
+        return min(RHO_FLOOR, self.d.rho_of_u(max(1.0, self.u_of(kappa)))) * (1 - 1e-12)
 
     def band(self, lo: int, hi: int | None) -> tuple[cp_model.IntVar, float]:
         """Literal of power band [lo, hi] (lo room <= p_comp 2^F <= hi room, room >= 1) and its bound rho.
@@ -352,12 +337,7 @@ class TileModel:
                   + k["b"] * val["c_m"] + k["s"] * (val["split"] - 1))
         t_up = tiling.ceil_div_core(val["bytes"], self.bw_dn)
         p_comp = energy // max(self.k_q, t_up)
-        work = val["c_m"] * val["c_n"] * d.batch * val["split"]
-        t_busy = max(tiling.ceil_div_core(self.c_up * tiling.ceil_div_core(work, d.units), work), self.tv_up, t_up, 1)
-        room = 2**self.pb - self.pm_coef * (val["bytes"] // self.bw_q) // t_busy
-        if room <= 0:  # no room: band NO_ROOM
-            return None
-        return min(p_comp * 2**self.f_bits // room, self.k_floor)
+        return min(p_comp * 2**self.f_bits // 2**self.pb, self.k_floor)
 
     def cuts(self, lo: int, hi: int | None, kx: int | None, whole: bool = False) -> list[tuple[int, int | None]]:
         """Band [lo, hi] split at a solution's kappa ``kx``: [lo, kx], [kx, hi], the lower part further at

@@ -21,6 +21,11 @@ def test_power_density_ratio():
     approx("dynamic_power_scaling", "power_density_ratio", power.power_density(0.75, 0.60))
 
 
+#: The seed's two laws (seed 004 §4.1.3): V ~ f (P ~ f^3: threshold 0, no voltage floor) and a fixed voltage (P ~ f)
+V_FOLLOWS_F = power.ClockLaw(1.0, 0.0, 1.0, 0.0, scaling=True)
+FIXED_V = power.ClockLaw(1.0, 0.0, 1.0, 0.0, scaling=False)
+
+
 def test_tdp_energy_budget():
     cid = "tdp_energy_budget"
     h100 = load_chip("h100-sxm")  # 700 W; 5 x 1024 x 5.24 Gb/s / 8 = 3.35 TB/s; 132 x 4096 x 1.83 GHz
@@ -33,17 +38,18 @@ def test_tdp_energy_budget():
     # a little more and the clock falls
     b = float(expected(cid, "budget_pj_per_flop")) * 1e-12
     tol = case(cid)["rel_tol"]
-    assert power.sustained_clock_ratio(room, b * (1 - tol) * peak) == 1.0
-    assert power.sustained_clock_ratio(room, b * (1 + tol) * peak, voltage_scaling=False) < 1.0
+    assert power.sustained_clock_ratio(room, b * (1 - tol) * peak, V_FOLLOWS_F) == 1.0
+    assert power.sustained_clock_ratio(room, b * (1 + tol) * peak, FIXED_V) < 1.0
     # compute at 1.5 b: the clock falls to 1/1.5 at fixed voltage, to its cube root when the voltage scales
     demand = 1.5 * room
-    approx(cid, "sustained_clock_fixed_voltage", power.sustained_clock_ratio(room, demand, voltage_scaling=False))
-    approx(cid, "sustained_clock_voltage_scaling", power.sustained_clock_ratio(room, demand, voltage_scaling=True))
+    approx(cid, "sustained_clock_fixed_voltage", power.sustained_clock_ratio(room, demand, FIXED_V))
+    approx(cid, "sustained_clock_voltage_scaling", power.sustained_clock_ratio(room, demand, V_FOLLOWS_F))
 
 
 def test_sustained_clock_floor_and_no_tdp():
     # no power left: the lowest clock modelled; no TDP (inf room) or no compute power: the peak clock
-    got = power.sustained_clock_ratio(np.array([0.0, np.inf, 100.0, -5.0]), np.array([50.0, 50.0, 0.0, 50.0]))
+    got = power.sustained_clock_ratio(np.array([0.0, np.inf, 100.0, -5.0]), np.array([50.0, 50.0, 0.0, 50.0]),
+                                      V_FOLLOWS_F)
     np.testing.assert_array_equal(got, [power.MIN_CLOCK_RATIO, 1.0, 1.0, power.MIN_CLOCK_RATIO])
 
 

@@ -44,9 +44,11 @@ def test_batch_1_front_answers_batch_1(table):
     b1 = table[table["scenario"] == "batch 1"]
     hbm = b1[b1["design"].str.startswith("h100")]
     assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
-    # ... at a higher energy per token than a single HBM GPU (seed 004 §4.1.3: weights streamed chip to chip)
-    assert b1[b1["design"].str.startswith("groq")]["obj.energy_per_token"].min() > \
-        hbm[hbm["design"] == "h100-sxm x1"]["obj.energy_per_token"].min()
+    # ... at about the energy per token of a single HBM GPU (issue 14: SRAM reads at the bank's energy, ~100
+    # chips' leakage over the step; tests/studies/test_worked_studies.py)
+    ratio = (b1[b1["design"].str.startswith("groq")]["obj.energy_per_token"].min()
+             / hbm[hbm["design"] == "h100-sxm x1"]["obj.energy_per_token"].min())
+    assert 0.9 < ratio < 1.1
     assert any(d.startswith("h100") for d in front["design"])  # the cheap, efficient end of the same front
 
 

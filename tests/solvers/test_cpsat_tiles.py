@@ -17,6 +17,7 @@ from dse.model.evaluator import evaluate_arrays, evaluate_workload
 from dse.hardware import Chips, load_chip, with_overrides
 from dse.model import tiling
 from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT
+from dse.solvers.tile_data import MAX_SOLVES
 from dse.solvers.cpsat_tiles import (
     SLOTS,
     TIME_RTOL,
@@ -34,7 +35,6 @@ CHIPS = ("h100-sxm", "mi355x", "rtx-4090", "tpu-v1", "b200")
 INT8 = {"weights": "int8", "activations": "int8"}  # TPU v1 has only INT8 matrix instructions
 FP8 = {"weights": "fp8", "activations": "fp8"}
 N_SHAPES = 200
-MAX_SECONDS = 0.1
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +108,9 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
              f"{np.mean(solves):.2f}, max {max(solves)}")
     print("\n" + stats)
     assert not failures, "\n".join(failures[:20])
-    # CPU time, not wall: the CI machine is shared, and other jobs inflate wall-clock time several-fold
-    assert np.median(cpu) < MAX_SECONDS and np.percentile(cpu, 95) < MAX_SECONDS, stats
+    # the work is bounded in solves (deterministic), not timed: each phase ends after MAX_SOLVES solves
+    # (dse.solvers.tile_data), then the evaluator's enumeration finishes it (checked above against the oracle)
+    assert max(solves) <= 2 * MAX_SOLVES + 1, stats
 
 
 @pytest.mark.parametrize("chip, m, n, k, formats", [
@@ -119,8 +120,8 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
     ("mi355x", 77, 33, 257, FP8),
     ("tpu-v1", 300, 512, 600, INT8),
     ("rtx-4090", 16, 1000, 48, None),
-    ("b200@400W", 300, 200, 700, None),  # throttled: every split stays a candidate
-    ("b200@300W", 77, 130, 900, None),
+    ("b200@520W", 300, 200, 700, None),  # throttled: every split stays a candidate
+    ("b200@450W", 77, 130, 900, None),
 ])
 def test_pruned_oracle_equals_full_enumeration(chips, chip, m, n, k, formats):
     """The oracle's pruning (smallest tile per count, T_K = k_i, 2 slots, record splits) loses nothing."""

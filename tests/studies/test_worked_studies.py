@@ -6,6 +6,7 @@ the numbers they rest on come from independent sources named inline.
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dse.precision import quant_error
@@ -85,14 +86,17 @@ def test_sram_chip_count_is_set_by_capacity(sram):
     assert b1["p.system.chips"].min() == 96  # the smallest system in the space that holds the model
 
 
-def test_sram_system_wins_latency_at_batch_1_but_not_energy(sram):
+def test_sram_system_wins_latency_at_batch_1_at_about_the_energy(sram):
     b1 = sram[sram["p.workload.batch"] == 1]
     fastest = b1.nsmallest(1, "obj.latency_per_token").iloc[0]
     assert fastest["p.base"] == "groq-tsp" and bool(fastest["p.system.pipeline"])
     hbm = b1[b1["p.base"] == "h100-sxm"]
     assert fastest["obj.latency_per_token"] < hbm["obj.latency_per_token"].min()
+    # energy: about a single HBM GPU's (issue 14: a read costs the SRAM bank's energy, Groq's 128 KiB MEM tile,
+    # not the MB-scale figure; but ~100 chips leak while each works ~1/100 of the step)
     single_gpu = hbm[hbm["p.system.chips"] == 1]["obj.energy_per_token"].min()
-    assert b1[b1["p.base"] == "groq-tsp"]["obj.energy_per_token"].min() > single_gpu
+    sram_best = b1[b1["p.base"] == "groq-tsp"]["obj.energy_per_token"].min()
+    assert 0.9 < sram_best / single_gpu < 1.1
 
 
 def test_hbm_wins_latency_and_energy_at_batch_32(sram):
@@ -128,7 +132,11 @@ def test_qproj_small_m_is_a_weight_read(qproj_tiles):
         m = int(r.workload.split("m")[-1])
         once = weights + 2 * m * 4096 * 2  # X and Y once (seed 004 §4.1.1)
         assert r.traffic_bytes == pytest.approx(once, rel=1e-9)
-        assert r.time_s == pytest.approx(once / load_chip(r.chip).memory_bandwidth, rel=1e-6)
+        t_read = once / load_chip(r.chip).memory_bandwidth
+        if m <= 16:  # the weight read alone
+            assert r.time_s == pytest.approx(t_read, rel=1e-6)
+        else:  # M = 256: 8.6 GFLOP at the clock the 700 W leave (issue 14) is a little longer than the read
+            assert t_read * (1 - 1e-6) <= r.time_s < 1.1 * t_read
 
 
 def test_qproj_large_m_beats_the_heuristic(qproj_tiles):
@@ -146,7 +154,7 @@ def test_reticle_split_is_optimal_at_the_limits(split):
     assert split["status"] == "OPTIMAL"
     assert split["p.hbm.stacks"] == 6  # 3 per 33 mm edge (technology.md): the most the shoreline allows
     assert 0.95 * 858 <= split["die_area_mm2"] <= 858  # the reticle is the binding limit
-    assert split["power_w"] <= 700
+    assert split["power_w"] <= 1000
 
 
 def test_reticle_split_equals_the_grid():
@@ -155,7 +163,45 @@ def test_reticle_split_equals_the_grid():
     from dse.spec.study import load_study
 
     spec = load_study(STUDIES / "reticle-split.yaml")
-    grid = split_grid(spec.base, group_workloads(spec, {}), design_space(spec), tdp=700.0)
+    grid = split_grid(spec.base, group_workloads(spec, {}), design_space(spec), tdp=1000.0)
     solved = run_study(STUDIES / "reticle-split.yaml", write=False).iloc[0]
     assert grid["best"] is not None
     assert solved["time_s"] == pytest.approx(float(grid["time_s"][grid["best"]]), rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def clock_study(tmp_path_factory):
+    return run_study(STUDIES / "clock-voltage-energy.yaml", out=tmp_path_factory.mktemp("clock"), write=False)
+
+
+def test_clock_energy_optimum_is_interior(clock_study):
+    """Energy per token over the clock is U-shaped: leakage and clock-tree power over a longer time at low clocks,
+    C V^2 at the voltage a faster clock needs above (issue 14 item 7). Unthrottled (1 kW), the least energy is at
+    neither end of the 0.6-2.2 GHz grid."""
+    t = clock_study[clock_study["p.tdp"] == 1000.0].sort_values("p.clock")
+    best = t["obj.energy_per_token"].to_numpy().argmin()
+    assert 0 < best < len(t) - 1
+    assert t["p.clock"].iloc[best] < t["p.clock"].max()
+    # the voltage rises with the clock once above the node's minimum
+    v = t["m.voltage_v"].to_numpy()
+    assert np.all(np.diff(v) >= -1e-12) and v[-1] > v[0]
+
+
+def test_clock_tdp_binds_on_prefill(clock_study):
+    """At 700 W (the H100's TDP) prefill is power-bound from ~1.6 GHz on: the power is the TDP, the clock is
+    held below the design clock, and the fastest design clock buys under 2% of time over 1.6 GHz, where a
+    1 kW limit buys ~10% (H100s run dense GEMMs at their power limit: dse/data/technology/power_facts.md)."""
+    t = clock_study.set_index(["p.tdp", "p.clock"])
+    hot = t.loc[700.0].loc[1.8e9:]
+    assert (hot["m.clock_ratio"] < 1.0).all()
+    assert np.allclose(hot["m.peak_power_w"], 700.0, rtol=1e-6)
+    at = lambda tdp, f: float(t.loc[(tdp, f), "m.time_s"])  # noqa: E731
+    assert at(700.0, 2.2e9) > 0.98 * at(700.0, 1.6e9)
+    assert at(1000.0, 2.2e9) < 0.92 * at(700.0, 2.2e9)
+    assert (t["m.peak_power_w"] <= t.index.get_level_values("p.tdp") * (1 + 1e-9)).all()
+
+
+def test_clock_front_is_not_one_clock(clock_study):
+    """issue 14: the default study's exact front sat at one (the maximum) clock; here the front spans clocks."""
+    front = clock_study[clock_study["pareto_rank"] == 0]
+    assert front["p.clock"].nunique() >= 3
