@@ -345,3 +345,22 @@ def test_xgmi_links():
     approx(cid, "per_link_one_direction", link.rate)
     approx(cid, "aggregate_egress", link.peers * link.rate)
     approx(cid, "one_gb_to_peer_s", 1e9 / link.rate)
+
+
+def test_show_prints_the_modelled_die_area_power_and_cost(capsys):
+    """issue 16 item 3 / issue 19 item 7: `dse show` prints the model's die area (a line that begins
+    `modelled die area`, next to the published figure: H100 814 mm^2, NVIDIA H100 whitepaper), its parts, the
+    modelled peak power and the chip cost; a chip without a published area says so."""
+    import re
+
+    from dse.cli import main
+
+    assert main(["show", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    line = next(x.strip() for x in out.splitlines() if x.strip().startswith("modelled die area"))
+    area = float(re.match(r"modelled die area ([0-9.]+) mm\^2", line).group(1))
+    assert "published 814 mm^2" in line and abs(area / 814 - 1) < 0.10
+    assert "parts (mm^2 per die)" in out and "modelled peak power" in out and "modelled chip cost" in out
+    assert main(["show", "trainium2"]) == 0
+    out = capsys.readouterr().out
+    assert "no published figure" in out and "the model's estimate" in out

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,6 +100,8 @@ class OpTable:
     on_chip_a: np.ndarray  # operand A / output C stay on chip (fused attention: scores, probabilities)
     on_chip_c: np.ndarray
     causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
+    rate_keys: tuple[str, ...] = ()  # the matrix-rate key of each operator: its format, or "narrow|wide"
+    dequant_flops: np.ndarray | None = None  # vector FLOPs to dequantize the narrow operand (that path only)
 
 
 @functools.lru_cache(maxsize=128)
@@ -135,7 +138,40 @@ def op_table(workload, fused: bool = True) -> OpTable:
         on_chip_a=np.array([fused and (o.kind == "attention_pv" or sm) for o, sm in zip(ops, attn_softmax)]),
         on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
         causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
+        rate_keys=tuple(_rate_key(o) for o in ops),
+        dequant_flops=np.array([_dequant_flops(o) for o in ops], dtype=float),
     )
+
+
+#: Rows of A per pass over B in a dequantizing kernel: each output-row tile dequantizes the B tiles it reads
+#: once (est.: the 128-row tiles of W4A16 kernels such as Marlin; seed 004 §4.2.4 names the vector work, not
+#: its count)
+DEQUANT_ROWS = 128
+#: Vector FLOPs to dequantize one value: a scale multiply and a convert (seed 004 §4.2.4: "scale and convert")
+DEQUANT_FLOPS_PER_VALUE = 2.0
+
+
+def _mixed(o) -> tuple[str, str] | None:
+    """(narrow, wide) formats of a matrix operator whose B operand (weights, KV) is narrower than A and is its
+    compute format (weight-only quantization, seed 004 §4.2.4), else None."""
+    if not (getattr(o, "m", 0) > 0 and getattr(o, "n", 0) > 0 and getattr(o, "k", 0) > 0):
+        return None
+    fmt, a, b = (get_format(x).name for x in (o.fmt, o.a_fmt, o.b_fmt))
+    if fmt != b or a == b or get_format(b).bits_per_value >= get_format(a).bits_per_value:
+        return None
+    return b, a
+
+
+def _rate_key(o) -> str:
+    mixed = _mixed(o)
+    return f"{mixed[0]}|{mixed[1]}" if mixed else (get_format(o.fmt).name if getattr(o, "fmt", None) else "bf16")
+
+
+def _dequant_flops(o) -> float:
+    """Vector FLOPs of the dequantizing path: every B value scaled and converted once per DEQUANT_ROWS rows."""
+    if _mixed(o) is None:
+        return 0.0
+    return DEQUANT_FLOPS_PER_VALUE * o.k * o.n * o.batch * math.ceil(o.m / DEQUANT_ROWS)
 
 
 @functools.lru_cache(maxsize=64)
@@ -186,6 +222,26 @@ def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
         if done.all():
             break
     return rate, energy
+
+
+def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit, J/FLOP and the dequantizing flag (1 / 0) each point runs an operator of rate key
+    ``key`` (OpTable.rate_keys) at.
+
+    A format: :func:`_format_rate`. ``narrow|wide`` (weight-only quantization, seed 004 §4.2.4), chosen per
+    chip: a native low-precision matrix path where the chip has the narrow format itself (the activations
+    converted on the fly), else the narrow operand is dequantized to the wide format (its vector work,
+    OpTable.dequant_flops) and multiplied there.
+    """
+    fmt, _, wide = key.partition("|")
+    r, e = _format_rate(chips, fmt)
+    dq = np.zeros(chips.n)
+    if wide:
+        native = chips.flops_per_cycle(fmt) > 0
+        if not native.all():
+            rw, ew = _format_rate(chips, wide)
+            r, e, dq = np.where(native, r, rw), np.where(native, e, ew), (~native).astype(float)
+    return r, e, dq
 
 
 def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
@@ -296,6 +352,7 @@ class ChipColumns:
     causal: dict[int, np.ndarray]
     rom_bw: np.ndarray | None = None
     rom_e: np.ndarray | None = None
+    dq: dict[str, np.ndarray] | None = None  # per rate key: 1 where the narrow operand is dequantized
 
     def __getattr__(self, name: str) -> np.ndarray:
         try:
@@ -312,7 +369,7 @@ class ChipColumns:
             return v if v is None or v.shape[0] == 1 else v[s:e]
 
         return ChipColumns(cut(self.values), cut(self.fpc), cut(self.ef), cut(self.causal),
-                           one(self.rom_bw), one(self.rom_e))
+                           one(self.rom_bw), one(self.rom_e), cut(self.dq or {}))
 
 
 def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
@@ -321,8 +378,8 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
 
     leak = the chip's ``power.static``, else logic and SRAM area x the node's leakage densities (per die x dies)
     clk  = the chip's ``power.clock``, else unit-logic area (matrix + unit logic) x clock energy x rated clock
-    TDP estimate = leakage + clock + the widest format's matrix power at peak + memory power at full bandwidth,
-    all at the design clock (the most the chip can draw; a chip file may give its own ``tdp``).
+    most = leakage + clock + the widest format's matrix power at peak + memory power at full bandwidth, all at
+    the design clock: the most the chip can draw, and its TDP estimate (a chip file may give its own ``tdp``).
     """
     if package is None:
         package = area_mod.package_area_for(chips)
@@ -346,15 +403,16 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
         peak = np.maximum(peak, chips.peak_flops(fmt) * chips.get(f"energy.flop.{fmt}", 0.0) * s1)
     p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
     fixed1 = leak * pw.leakage_scale(law.v1, v_nom) + clk * law.d * s1
+    most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
     if estimated.any():
-        tdp = np.where(estimated, fixed1 + peak + p_mem_max, tdp)
+        tdp = np.where(estimated, most, tdp)
     limit = np.where(estimated, np.inf, tdp)
     # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
     # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
     # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
     return {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
             "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp,
-            "tdp_limit": limit, "tdp_est": estimated.astype(float), "fixed1": fixed1}
+            "tdp_limit": limit, "tdp_est": estimated.astype(float), "fixed1": fixed1, "most": most}
 
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:
@@ -377,10 +435,9 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
             cols[name] = cols[name] * np.where(tensor | scaled, cols["nsys"], 1.0)
         cols["psum"] = cols["psum"] * np.where(tensor, cols["nsys"], 1.0)
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
-    fpc_cols, ef_cols = {}, {}
-    for fmt in sorted(set(ops.formats)):
-        r, e = _format_rate(chips, fmt)
-        fpc_cols[fmt], ef_cols[fmt] = _column(r), _column(e)
+    fpc_cols, ef_cols, dq_cols = {}, {}, {}
+    for key in sorted(set(ops.rate_keys)):
+        fpc_cols[key], ef_cols[key], dq_cols[key] = (_column(x) for x in matrix_rate(chips, key))
     # causal attention: padded FLOPs of the visible tiles, per distinct instruction shape
     im, inn, ik = cols["im"][:, 0], cols["inn"][:, 0], cols["ik"][:, 0]
     causal = {col: np.asarray(op.padded_flops(im, inn, ik), dtype=float).reshape(-1, 1)
@@ -390,12 +447,12 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
         n = chips.n
         rom_bw = _column(np.broadcast_to(np.asarray(rom[0], dtype=float), (n,)))
         rom_e = _column(np.broadcast_to(np.asarray(rom[1], dtype=float), (n,)))
-    return ChipColumns(cols, fpc_cols, ef_cols, causal, rom_bw, rom_e)
+    return ChipColumns(cols, fpc_cols, ef_cols, causal, rom_bw, rom_e, dq_cols)
 
 
 def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
-    """(rows, O) or (1, O) array of a per-format column."""
-    fmts = ops.formats
+    """(rows, O) or (1, O) array of a per-rate-key column."""
+    fmts = ops.rate_keys
     if len(per_fmt) == 1:
         (v,) = per_fmt.values()
         return np.broadcast_to(v, (v.shape[0], len(fmts)))
@@ -498,20 +555,23 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # ---- vector unit (softmax, norms, activations)
     vrate = units * c.vfpc * clock
     xrate = units * c.xpc * clock
+    vector_flops = ops.vector_flops
+    if c.dq and ops.dequant_flops.any():  # the dequantizing path of weight-only quantization
+        vector_flops = vector_flops + _by_format(c.dq, ops) * ops.dequant_flops
     if (vrate > 0).all() and (xrate > 0).all():  # (0 work / a rate = 0)
-        t_vector = ops.vector_flops / vrate + ops.exps / xrate
+        t_vector = vector_flops / vrate + ops.exps / xrate
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_vector = (np.where(ops.vector_flops > 0, ops.vector_flops / vrate, 0.0)
+            t_vector = (np.where(vector_flops > 0, vector_flops / vrate, 0.0)
                         + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
         t_vector = np.where(np.isfinite(t_vector), t_vector,
-                            np.where((ops.vector_flops + ops.exps) > 0, np.inf, 0.0))
+                            np.where((vector_flops + ops.exps) > 0, np.inf, 0.0))
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
     e_mem = c.e_mem
     local_bytes = tiling.local_buffer_bytes(tiles_out, ops.k, tm, tn, ops.emax)  # 0 for vector operators
     cnt = ops.count
-    E_compute_op = padded_flops * e_flop + (ops.vector_flops + ops.exps) * c.e_vec \
+    E_compute_op = padded_flops * e_flop + (vector_flops + ops.exps) * c.e_vec \
         + local_bytes * c.e_loc + bytes_req * c.e_l2
     E_mem_op = bytes_mem * e_mem
     e_w = e_mem if rom is None else rom[1]

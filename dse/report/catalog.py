@@ -94,6 +94,36 @@ def show(name: str) -> str:
         if link:
             lines.append(f"  link {lname}: {format_quantity(link.rate, 'bandwidth')} per direction x {link.peers} "
                          f"peer(s), alpha {format_quantity(link.alpha, 'time')}")
-    if s.reference.die_area:
-        lines.append(f"  published die area {s.reference.die_area:g} mm^2")
+    lines += _modelled(s)
     return "\n".join(lines)
+
+
+def _modelled(s) -> list[str]:
+    """The model's die area and its parts, peak power and chip cost (dse.model.area, .power, .cost)."""
+    from dse.hardware import Chips
+    from dse.model import area as area_mod, cost as cost_mod
+    from dse.model.evaluator import power_inputs
+
+    chips = Chips.from_specs([s])
+    pa = area_mod.package_area_for(chips)
+    die = float(pa.die_area_mm2[0])
+    pub = s.reference.die_area
+    versus = f" (published {pub:g} mm^2: {die / pub - 1:+.1%})" if pub else " (no published figure)"
+    out = [f"  modelled die area {die:.1f} mm^2{versus}"]
+    names = (("matrix", "matrix"), ("unit_logic", "unit logic"), ("register_file", "registers"),
+             ("local", "local buffers"), ("l2", "L2"), ("memory_phy", "memory PHYs"), ("io", "I/O"),
+             ("uncore", "uncore"), ("sram_memory", "SRAM memory"))
+    parts = [f"{label} {float(pa.parts[k][0]):.1f}" for k, label in names if float(pa.parts[k][0]) > 0]
+    out.append(f"    parts (mm^2 per die): {', '.join(parts)}; {float(pa.dies[0]):g} die(s), total silicon "
+               f"{float(pa.total_silicon_area_mm2[0]):.1f} mm^2")
+    p = power_inputs(chips, pa)
+    out.append(f"  modelled peak power {format_quantity(float(p['most'][0]), 'power')} at the design clock "
+               f"(leakage {format_quantity(float(p['leak'][0]), 'power')} and clock tree "
+               f"{format_quantity(float(p['clk'][0]), 'power')} at V_nom; TDP "
+               + (f"{format_quantity(float(p['tdp'][0]), 'power')} published)" if not p["tdp_est"][0]
+                  else f"not published: the model's estimate is the peak power)"))
+    process, memory = area_mod.process_and_memory(chips)
+    cost = cost_mod.chip_cost(chips, pa, process=process, memory=memory)
+    out.append(f"  modelled chip cost {format_quantity(float(cost.chip_cost_usd[0]), 'money')} (die "
+               f"{format_quantity(float(cost.die_usd[0]), 'money')}, yield {float(cost.die_yield[0]):.1%})")
+    return out

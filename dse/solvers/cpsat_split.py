@@ -81,7 +81,7 @@ from dse.errors import InfeasibleError, SolverError, SpecError, unknown_name
 from dse.evaluate import evaluate_design
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import area as area_model, links
-from dse.model.evaluator import _format_rate, evaluate_workload, op_table, power_inputs
+from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
 from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.workload import Workload
@@ -256,9 +256,9 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         t = op_table(w)
         out = evaluate_workload(peak, w, breakdown=True).operators
         fpc = np.zeros(len(t.names))
-        for fmt in set(t.formats):
-            cols = [i for i, x in enumerate(t.formats) if x == fmt]
-            fpc[cols] = _format_rate(ref, fmt)[0][0]
+        for key in set(t.rate_keys):
+            cols = [i for i, x in enumerate(t.rate_keys) if x == key]
+            fpc[cols] = matrix_rate(ref, key)[0][0]
         with np.errstate(divide="ignore", invalid="ignore"):
             pf = out.padded_flops[0]
             k_matrix = np.where(pf > 0, pf / (fpc * g("calibration.compute_efficiency", 1.0)), 0.0)

@@ -20,7 +20,7 @@ import numpy as np
 from dse.errors import InfeasibleError, SpecError
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import links, power, tiling
-from dse.model.evaluator import _format_rate, evaluate_workload, op_table, power_inputs
+from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
 from dse.workload import Op, Workload
 
 __all__ = ["SLOTS", "TIME_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
@@ -228,7 +228,7 @@ def tile_data(op: Op, chip) -> TileData:
     units = int(round(float(chips.total_units[0])))
     m, n, k, batch = int(op.m), int(op.n), int(op.k), int(op.batch)
     clock = g("clock")
-    fpc, e_flop = (float(v[0]) for v in _format_rate(chips, t.formats[0]))
+    fpc, e_flop, dequant = (float(v[0]) for v in matrix_rate(chips, t.rate_keys[0]))
     if fpc <= 0:
         raise SpecError(f"op {op.name}: chip has no matrix rate for format {t.formats[0]} or any wider one")
     ceff = g("calibration.compute_efficiency", 1.0)
@@ -239,7 +239,7 @@ def tile_data(op: Op, chip) -> TileData:
     ref = evaluate_tiles(op, chips, probe_m, probe_n, ik, 1, full=True)
     fpad = float(ref.operators.padded_flops[0, 0])
     tv = float(ref.operators.t_vector[0, 0] * ref.columns["clock_ratio"][0])  # at peak clock
-    vf, ex = float(t.vector_flops[0]), float(t.exps[0])
+    vf, ex = float(t.vector_flops[0] + dequant * t.dequant_flops[0]), float(t.exps[0])
     if not math.isfinite(tv):
         raise SpecError(f"op {op.name}: vector work on a chip without a vector unit")
     # memory (seed 004 §4.3.2, §4.4.1): L2 panels, partial sums, Little's-law bandwidth cap -- the evaluator's
