@@ -260,10 +260,31 @@ _DISPLAY = {
 }
 
 
+#: Binary prefixes for a size that is a round number of them (228 KiB of shared memory, a 64 MiB L2).
+_BINARY = [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB")]
+
+
+def _binary_bytes(value: float, digits: int) -> str | None:
+    """'228 KiB' where ``value`` is a round number (at most 2 decimals) of its largest binary prefix, else None:
+    binary sizes show binary prefixes, decimal ones (80 GB of HBM, 50 MB of L2) SI (ARCHITECTURE: units)."""
+    for f, sym in _BINARY:
+        if abs(value) >= f:
+            x = value / f
+            if round(x, 2) * f == value:
+                return f"{x:.{digits}g} {sym}"
+            return None
+    return None
+
+
 def format_quantity(value: float, dimension: str, digits: int = 4) -> str:
-    """3.35e12, 'bandwidth' -> '3.35 TB/s' (for tables and reports)."""
+    """3.35e12, 'bandwidth' -> '3.35 TB/s' (for tables and reports); bytes in binary prefixes where they are
+    a round number of them (233472, 'bytes' -> '228 KiB'; 80e9 -> '80 GB')."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return str(value)
+    if dimension == "bytes" and value:
+        b = _binary_bytes(float(value), digits)
+        if b is not None:
+            return b
     scales = _DISPLAY.get(dimension)
     if not scales:
         return f"{value:.{digits}g}"

@@ -71,3 +71,13 @@ def test_prefix_scaling_property(x, prefix):
 def test_format_quantity_round_trips():
     assert format_quantity(3.35e12, "bandwidth") == "3.35 TB/s"
     assert parse_quantity(format_quantity(80e9, "bytes"), "bytes") == 80e9
+
+
+def test_binary_sizes_show_binary_prefixes():
+    """issue 19 item 4: `local buffer 233.5 kB` for 228 KiB, `L2 67.11 MB` for 64 MiB. GB = 1e9, GiB = 2**30:
+    a size that is a round number of binary units is shown in them, a decimal one in SI; both parse back."""
+    cases = {228 * 1024: "228 KiB", 64 * 2**20: "64 MiB", 24 * 2**30: "24 GiB", 80e9: "80 GB", 50e6: "50 MB",
+             48_000: "48 kB", 1.5 * 2**20: "1.5 MiB"}
+    for value, text in cases.items():
+        assert format_quantity(value, "bytes") == text
+        assert parse_quantity(text, "bytes") == value

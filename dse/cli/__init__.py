@@ -35,7 +35,10 @@ def _cmd_validate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dse import __version__
+
     p = argparse.ArgumentParser(prog="dse", description="Design-space explorer for AI accelerators.")
+    p.add_argument("--version", action="version", version=f"dse {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

@@ -1,13 +1,35 @@
 """`dse run`, `dse report`, `dse pareto` (argument parsing only)."""
 
 from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
 from dse.report import regenerate
 from dse.spec.study import load_study
 from dse.study import run_study
 from dse.study.results import format_table, pareto_table, read_results
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (``--trials 0`` or ``--workers -1`` is an error, not a default)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {n}")
+    return n
+
+
 def _run(args) -> int:
+    spec0 = load_study(args.study)
+    journal = Path(args.out or spec0.output) / "study.journal"
+    if spec0.solver.method not in ("grid", "cpsat_tiles", "cpsat_split") and args.storage is None \
+            and journal.exists() and journal.stat().st_size > 0:
+        print(f"resuming the study stored in {journal} (its trials count towards the budget; delete the folder "
+              f"or pass --out to start afresh)", file=sys.stderr)
     table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
                       out=args.out, progress=not args.quiet)
 
@@ -17,11 +39,27 @@ def _run(args) -> int:
         print(table.to_string(index=False))
         print(f"\nResults in {out}/")
         return 0
+    if spec.scenarios:  # every design on every scenario: a front per scenario and for the mix
+        from dse.study.run import _slug
+
+        for name, _, _ in spec.scenarios:
+            _, meta, _ = read_results(Path(out) / _slug(name))
+            front = pareto_table(table[table["scenario"] == name].drop(columns=["scenario", "weight"]), meta)
+            print(f"\nscenario {name!r}: {meta['n_trials']} designs, {meta['n_feasible']} feasible, {len(front)} on "
+                  f"its front (showing {min(len(front), 20)} of {len(front)})")
+            print(format_table(front.head(20), meta))
+        mix = table[(table["scenario"] == "mix") & (table["pareto_rank"] == 0)]
+        print(f"\nweighted mix of the scenarios (weighted means per design): {len(mix)} designs on its front")
+        print(format_table(mix.drop(columns=["scenario", "weight"]).assign(trial=mix.index), meta))
+        print(f"\nResults in {out}/ (scenarios.csv: every design x scenario; one folder per scenario)")
+        return 0
     _, meta, _ = read_results(out)
     front = pareto_table(table, meta)
     print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "
           f"({meta['elapsed_s']:.1f} s). Results in {out}/")
     print(format_table(front.head(20), meta))
+    if len(front) > 20:
+        print(f"(showing 20 of the {len(front)} designs on the front: all of them in {out}/pareto.csv)")
     return 0
 
 
@@ -41,8 +79,8 @@ def _pareto(args) -> int:
 def register(sub) -> None:
     r = sub.add_parser("run", help="run a study (YAML) end to end: search, results, reports")
     r.add_argument("study")
-    r.add_argument("--trials", type=int, help="number of designs to evaluate (the budget)")
-    r.add_argument("--workers", type=int, help="worker processes")
+    r.add_argument("--trials", type=positive_int, help="number of designs to evaluate (the budget)")
+    r.add_argument("--workers", type=positive_int, help="worker processes")
     r.add_argument("--storage", help="Optuna storage URL (default: a journal file in the output folder)")
     r.add_argument("--seed", type=int)
     r.add_argument("--out", help="output folder (default: the study's output)")

@@ -54,8 +54,8 @@ from dse.spec.yamlio import LocDict, key_loc, locate
 from dse.units import format_quantity, parse_quantity
 from dse.workload import build
 
-TOP_KEYS = ("name", "question", "workloads", "base", "overrides", "space", "constraints", "objectives", "solver",
-            "output", "modules")
+TOP_KEYS = ("name", "question", "workloads", "scenarios", "base", "overrides", "space", "constraints", "objectives",
+            "solver", "output", "modules")
 SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution")
 #: Keys a study once accepted and nothing read: refused with what to do instead.
 UNREAD_KEYS = {
@@ -129,6 +129,8 @@ class StudySpec:
     solver: SolverSettings
     output: Path
     raw: dict = field(repr=False, default_factory=dict)
+    #: (name, weight, workloads) per scenario: every design is evaluated on each (``workloads`` is the first's)
+    scenarios: tuple = ()
 
 
 def _parse_value(name: str, value, dimension: str | None, problems: _Problems, path: tuple):
@@ -296,6 +298,39 @@ def _located(msg: str, file: str, data, path: tuple, what: str) -> str:
     return f"{f}:{line}:{col} {what}: {strip_location(msg)}"
 
 
+def _workloads(data, path: tuple, file: str, P: _Problems) -> tuple[list, list]:
+    """The workloads at ``path`` of the study (one mapping or a list), each with an optional weight, validated
+    by building them: ([(body, weight)], [their paths])."""
+    workloads, workload_paths = [], []
+    wl = data.get(path[-1])
+    if wl is None or wl == []:
+        P.at(path, "expected at least one workload, e.g. {model: qwen3-8b, phase: decode, batch: 1, "
+                   "context: 8192}")
+        return workloads, workload_paths
+    items = wl if isinstance(wl, list) else [wl]
+    for i, item in enumerate(items):
+        p = path + (i,) if isinstance(wl, list) else path
+        if not isinstance(item, dict):
+            P.at(p, f"expected a workload mapping like {{model: qwen3-8b, phase: decode, ...}}, got {item!r}")
+            continue
+        body = dict(item)
+        weight = body.pop("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
+            P.at(p + ("weight",), f"expected a finite number > 0, got {weight!r}")
+            continue
+        body = LocDict(body)
+        body.file, body.loc = getattr(item, "file", file), getattr(item, "loc", (1, 1))
+        body.key_locs, body.value_locs = getattr(item, "key_locs", {}), getattr(item, "value_locs", {})
+        try:
+            build(body)
+        except SpecError as e:
+            P.items.extend(_located(m, file, P.data, p, ".".join(map(str, p))) for m in e.problems)
+            continue
+        workloads.append((dict(body), float(weight)))
+        workload_paths.append(p)
+    return workloads, workload_paths
+
+
 def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     """Read and validate a study file; every problem is reported at once.
 
@@ -317,39 +352,49 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     for k, why in UNREAD_KEYS.items():
         if k in data:
             P.at((k,), why, key=True)
-    P.check_keys(TOP_KEYS + tuple(k for k in UNREAD_KEYS if k in data), ("workloads", "base", "objectives"))
+    P.check_keys(TOP_KEYS + tuple(k for k in UNREAD_KEYS if k in data),
+                 ("base", "objectives") + (() if "scenarios" in data else ("workloads",)))
 
     name = str(data.get("name") or path.stem)
     question = str(data.get("question") or "").strip()
 
-    # workloads (one mapping or a list), each with an optional weight
-    workloads, workload_paths = [], []
-    wl = data.get("workloads")
-    if "workloads" in data and (wl is None or wl == []):
-        P.at(("workloads",), "expected at least one workload, e.g. {model: qwen3-8b, phase: decode, batch: 1, "
-                             "context: 8192}")
-    if wl is not None:
-        items = wl if isinstance(wl, list) else [wl]
-        for i, item in enumerate(items):
-            p = ("workloads", i) if isinstance(wl, list) else ("workloads",)
+    # workloads (one mapping or a list), each with an optional weight; or scenarios, each with its workloads
+    workloads, workload_paths = _workloads(data, ("workloads",), file, P) if "workloads" in data else ([], [])
+    scenarios = []
+    if "scenarios" in data:
+        if "workloads" in data:
+            P.at(("scenarios",), "a study gives either workloads (one scenario) or scenarios (each with its "
+                                 "workloads), not both; move the workloads into a scenario", key=True)
+        sc = data["scenarios"]
+        if not isinstance(sc, list) or not sc:
+            P.at(("scenarios",), "expected a list of scenarios, e.g. [{name: batch 1, workloads: [{model: "
+                                 "qwen3-8b, phase: decode, batch: 1, context: 8192}]}]")
+            sc = []
+        seen = set()
+        for i, item in enumerate(sc):
+            p = ("scenarios", i)
             if not isinstance(item, dict):
-                P.at(p, f"expected a workload mapping like {{model: qwen3-8b, phase: decode, ...}}, got {item!r}")
+                P.at(p, f"expected a scenario mapping {{name, workloads, weight}}, got {item!r}")
                 continue
-            body = dict(item)
-            weight = body.pop("weight", 1.0)
+            for k in item:
+                if k not in ("name", "workloads", "weight"):
+                    P.at(p + (k,), f"unknown key{did_you_mean(str(k), ('name', 'workloads', 'weight'))}; known "
+                                   f"keys: name, workloads, weight", key=True)
+            sname = str(item.get("name") or f"scenario {i + 1}")
+            if sname in seen:
+                P.at(p + ("name",), f"two scenarios are named {sname!r}; names must differ")
+            seen.add(sname)
+            weight = item.get("weight", 1.0)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
                 P.at(p + ("weight",), f"expected a finite number > 0, got {weight!r}")
+                weight = 1.0
+            if "workloads" not in item:
+                P.at(p, "missing required key 'workloads'")
                 continue
-            body = LocDict(body)
-            body.file, body.loc = getattr(item, "file", file), getattr(item, "loc", (1, 1))
-            body.key_locs, body.value_locs = getattr(item, "key_locs", {}), getattr(item, "value_locs", {})
-            try:
-                build(body)
-            except SpecError as e:
-                P.items.extend(_located(m, file, data, p, ".".join(map(str, p))) for m in e.problems)
-                continue
-            workloads.append((dict(body), float(weight)))
-            workload_paths.append(p)
+            wls, paths = _workloads(item, p + ("workloads",), file, P)
+            scenarios.append((sname, float(weight), tuple(wls)))
+            if not workloads:
+                workloads, workload_paths = wls, paths
 
     # base chip + overrides
     base, base_name = None, ""
@@ -381,7 +426,8 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
             base = None
 
     space = _space(data.get("space") or {}, P) if "space" in data else []
-    _check_workload_space(space, workloads, P)
+    for wls in ([w for _, _, w in scenarios] if scenarios else [workloads]):
+        _check_workload_space(space, wls, P)
     params = _space_params(space, P)
 
     # constraints and objectives via the registry
@@ -461,7 +507,8 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         output = (path.parent.parent / output) if path.parent.name == "studies" else (path.parent / output)
     spec = StudySpec(path=path, name=name, question=question, workloads=tuple(workloads), base=base,
                      base_name=base_name, overrides=overrides, space=tuple(space), constraints=tuple(constraints),
-                     objectives=tuple(objectives), solver=settings, output=output, raw=dict(data))
+                     objectives=tuple(objectives), solver=settings, output=output, raw=dict(data),
+                     scenarios=tuple(scenarios))
     _check_runs(spec, params, P, workload_paths, term_paths)
     P.raise_if_any()
     return spec
@@ -637,6 +684,10 @@ def _check_runs(spec: StudySpec, params, P: _Problems, workload_paths, term_path
     """What the run would refuse, refused here (each problem at the key or value that causes it)."""
     method = spec.solver.method
     raw_solver = P.data.get("solver") if isinstance(P.data.get("solver"), dict) else {}
+    if spec.scenarios and method != "grid":
+        P.at(("solver", "method") if "method" in raw_solver else ("scenarios",),
+             f"a study with scenarios evaluates every design on each scenario, which the grid does; found "
+             f"method {method!r}: use solver: {{method: grid}}")
     if params is None:
         return
     if method == "cpsat_tiles":

@@ -72,12 +72,72 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
               seed: int | None = None, out: str | Path | None = None, progress: bool = False,
               write: bool = True) -> pd.DataFrame:
     """Run a study file; returns the results table (and writes the results folder)."""
+    for label, v in (("trials", trials), ("workers", workers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+            raise SpecError(f"run_study: {label} must be an integer >= 1 (or None for the study's own), got {v!r}")
     spec = load_study(path)
     s = spec.solver
     s = dataclasses.replace(s, trials=trials or s.trials, workers=workers or s.workers,
                             storage=storage if storage is not None else s.storage,
                             seed=seed if seed is not None else s.seed)
     spec = dataclasses.replace(spec, solver=s, output=Path(out) if out else spec.output)
+    if spec.scenarios:
+        return _run_scenarios(spec, progress=progress, write=write)
+    return _run(spec, progress=progress, write=write)
+
+
+def _slug(name: str) -> str:
+    """A scenario's folder name: its name with anything but letters, digits, '-' and '_' as '-'."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name).strip("-") or "scenario"
+
+
+def _run_scenarios(spec: StudySpec, *, progress: bool, write: bool) -> pd.DataFrame:
+    """Every design of the space on every scenario (issue 17: scenarios kept apart from design variables).
+
+    Each scenario is the study with its own workloads, run into ``<output>/<scenario>/`` (its results and
+    report, ``pareto_rank`` its own front); the table stacks them with ``scenario`` and ``weight`` columns and
+    adds the weighted mix (scenario ``mix``: per design the weighted means of the objectives, feasible only
+    where every scenario is, ranked by its own front). ``<output>/scenarios.csv`` holds the whole table.
+    """
+    from dse.fileio import atomic_write
+    from dse.pareto import non_dominated_sort
+
+    tables = []
+    for name, weight, wls in spec.scenarios:
+        sub = dataclasses.replace(spec, workloads=wls, scenarios=(), output=spec.output / _slug(name))
+        t = _run(sub, progress=progress, write=write, require_feasible=False)
+        t.insert(1, "scenario", name)
+        t.insert(2, "weight", weight)
+        tables.append(t)
+    table = pd.concat(tables, ignore_index=True)
+    pcols = [c for c in table.columns if c.startswith("p.")]
+    ocols = [f"obj.{t.name}" for t in spec.objectives]
+    key = table[pcols].astype(str).agg("|".join, axis=1)
+    share = table["weight"] / table.groupby(key)["weight"].transform("sum")
+    counts = key.map(key.value_counts())
+    common = counts == len(spec.scenarios)  # designs every scenario evaluated (all of them on a grid)
+    mixed = table[common][ocols].mul(share[common], axis=0).groupby(key[common], sort=False).sum()
+    first = table[common].groupby(key[common], sort=False).first()
+    mix = first[pcols].assign(**{c: mixed[c] for c in ocols})
+    mix["feasible"] = table[common].groupby(key[common], sort=False)["feasible"].all()
+    mix = mix.reset_index(drop=True)
+    F = mix[ocols].to_numpy(dtype=float)
+    ok = mix["feasible"].to_numpy(dtype=bool) & np.all(np.isfinite(F), axis=1)
+    mix["pareto_rank"] = non_dominated_sort(F, [t.direction for t in spec.objectives], ok) if len(mix) else []
+    mix.insert(0, "scenario", "mix")
+    mix.insert(1, "weight", float(sum(w for _, w, _ in spec.scenarios)))
+    table = pd.concat([table, mix], ignore_index=True)
+    if write:
+        spec.output.mkdir(parents=True, exist_ok=True)
+        atomic_write(spec.output / "scenarios.csv", table.to_csv(index=False))
+    if not table["feasible"].any():
+        raise SpecError(f"{spec.path}: no design of the space is feasible in any scenario")
+    return table
+
+
+def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool = True) -> pd.DataFrame:
+    """One study (one scenario): the solver, the results table, the results folder."""
+    s = spec.solver
     if s.method in ("cpsat_tiles", "cpsat_split"):  # exact sub-problems: their own tables and reports
         run = study_cpsat.run_tiles if s.method == "cpsat_tiles" else study_cpsat.run_split
         try:
@@ -112,7 +172,8 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
             cat = catalog_points(spec)
             write_results(out_dir, table, meta, cat)
             write_reports(out_dir, table, meta, cat)
-        result.require_feasible()  # no feasible point: the report is written, the CLI exits 2 naming the cause
+        if require_feasible:
+            result.require_feasible()  # no feasible point: the report is written, the CLI exits 2 naming the cause
     return table
 
 

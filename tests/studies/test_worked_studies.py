@@ -73,13 +73,32 @@ def test_moe_cheapest_feasible_uses_fewest_largest_stacks(moe):
 
 
 @pytest.fixture(scope="module")
-def sram(tmp_path_factory):
-    t = run_study(STUDIES / "sram-only-vs-hbm.yaml", out=tmp_path_factory.mktemp("sram"), write=False)
+def sram_all(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sram")
+    t = run_study(STUDIES / "sram-only-vs-hbm.yaml", out=out, write=True)
+    return t, out
+
+
+@pytest.fixture(scope="module")
+def sram(sram_all):
+    t, _ = sram_all
     return t[t.feasible]
 
 
+def test_sram_scenarios_are_kept_apart_from_the_designs(sram_all):
+    """issue 17 item 6: batch is a scenario, not a design variable: every design is evaluated at batch 1 and
+    at batch 32 (2 bases x 8 system sizes x 2 layouts = 32 designs each), each scenario has its own front and
+    the mix one more; the whole table is written as scenarios.csv, each scenario's results in its own folder."""
+    t, out = sram_all
+    assert t.groupby("scenario").size().to_dict() == {"batch 1": 32, "batch 32": 32, "mix": 32}
+    assert "p.workload.batch" not in t.columns
+    assert (out / "scenarios.csv").exists() and (out / "batch-1" / "pareto.csv").exists()
+    for name in ("batch 1", "batch 32", "mix"):
+        assert (t[t.scenario == name]["pareto_rank"] == 0).any(), name
+
+
 def test_sram_chip_count_is_set_by_capacity(sram):
-    b1 = sram[(sram["p.workload.batch"] == 1) & (sram["p.base"] == "groq-tsp")]
+    b1 = sram[(sram["scenario"] == "batch 1") & (sram["p.base"] == "groq-tsp")]
     # resident bytes / 230 MB per chip (seed 001: the chip count is set by capacity, not compute)
     need = b1["m.resident_bytes"].iloc[0] / 230e6
     assert 77 < need < 96
@@ -87,22 +106,49 @@ def test_sram_chip_count_is_set_by_capacity(sram):
 
 
 def test_sram_system_wins_latency_at_batch_1_at_about_the_energy(sram):
-    b1 = sram[sram["p.workload.batch"] == 1]
-    fastest = b1.nsmallest(1, "obj.latency_per_token").iloc[0]
+    b1 = sram[sram["scenario"] == "batch 1"]
+    fastest = b1.nsmallest(1, "obj.tpot").iloc[0]
     assert fastest["p.base"] == "groq-tsp" and bool(fastest["p.system.pipeline"])
     hbm = b1[b1["p.base"] == "h100-sxm"]
-    assert fastest["obj.latency_per_token"] < hbm["obj.latency_per_token"].min()
+    assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
     # energy: about a single HBM GPU's (issue 14: a read costs the SRAM bank's energy, Groq's 128 KiB MEM tile,
     # not the MB-scale figure; but ~100 chips leak while each works ~1/100 of the step)
     single_gpu = hbm[hbm["p.system.chips"] == 1]["obj.energy_per_token"].min()
     sram_best = b1[b1["p.base"] == "groq-tsp"]["obj.energy_per_token"].min()
     assert 0.9 < sram_best / single_gpu < 1.1
+    # the batch-1 front answers the batch-1 question: both kinds of design are on it
+    front = b1[b1["pareto_rank"] == 0]
+    assert set(front["p.base"]) == {"groq-tsp", "h100-sxm"}
 
 
 def test_hbm_wins_latency_and_energy_at_batch_32(sram):
-    b32 = sram[sram["p.workload.batch"] == 32]
-    assert b32.nsmallest(1, "obj.latency_per_token").iloc[0]["p.base"] == "h100-sxm"
+    b32 = sram[sram["scenario"] == "batch 32"]
+    assert b32.nsmallest(1, "obj.tpot").iloc[0]["p.base"] == "h100-sxm"
     assert b32.nsmallest(1, "obj.energy_per_token").iloc[0]["p.base"] == "h100-sxm"
+    assert set(b32[b32["pareto_rank"] == 0]["p.base"]) == {"h100-sxm"}
+    # the per-user time at batch 32 is the step time (one H100: 16 ms), not step / 32
+    one = b32[(b32["p.base"] == "h100-sxm") & (b32["p.system.chips"] == 1)].iloc[0]
+    assert one["obj.tpot"] == pytest.approx(one["m.time_s"], rel=1e-12)
+
+
+def test_a_scenario_study_needs_the_grid(tmp_path):
+    import yaml as _yaml
+
+    from dse.errors import SpecError
+    from dse.spec.study import load_study
+
+    data = _yaml.safe_load((STUDIES / "sram-only-vs-hbm.yaml").read_text())
+    data["solver"] = {"method": "nsga2", "trials": 10}
+    data["output"] = str(tmp_path / "out")
+    f = tmp_path / "s.yaml"
+    f.write_text(_yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="use solver: {method: grid}"):
+        load_study(f)
+    data["solver"] = {"method": "grid"}
+    data["workloads"] = [{"model": "qwen3-8b", "phase": "decode", "batch": 1, "context": 1024}]
+    f.write_text(_yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="either workloads .* or scenarios"):
+        load_study(f)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,51 @@
+"""Command-line flags a user can get wrong (issue 19 item 7, issue 21 item 3): refused, not ignored."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dse import __version__
+from dse.cli import main
+from dse.errors import SpecError
+from dse.study import run_study
+
+STUDIES = Path(__file__).resolve().parents[2] / "studies"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dse {__version__}"
+
+
+@pytest.mark.parametrize("flag, value", [("--trials", "0"), ("--workers", "0"), ("--workers", "-1"),
+                                         ("--trials", "x")])
+def test_non_positive_budgets_are_refused(flag, value, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(STUDIES / "clock-voltage-energy.yaml"), flag, value, "--out", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected an integer >= 1" in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("kw", [{"trials": 0}, {"workers": 0}, {"trials": -5}])
+def test_run_study_refuses_them_too(kw, tmp_path):
+    with pytest.raises(SpecError, match="must be an integer >= 1"):
+        run_study(STUDIES / "clock-voltage-energy.yaml", out=tmp_path, write=False, **kw)
+
+
+def test_a_rerun_says_it_resumes(tmp_path, capsys):
+    """issue 19 item 5: a rerun on the same folder resumed without saying so."""
+    study = tmp_path / "s.yaml"
+    shutil.copy(STUDIES / "qwen3-8b-decode-chip.yaml", study)
+    out = tmp_path / "out"
+    assert main(["run", str(study), "--trials", "20", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(study), "--trials", "30", "--out", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "resuming the study stored in" in err and "study.journal" in err
