@@ -25,6 +25,23 @@ def _umask() -> int:
     return mask
 
 
+def open_no_follow(path: str | os.PathLike, mode: str = "a"):
+    """Open a lock or state file (``mode`` 'a' or 'w') without following a symbolic link at ``path``.
+
+    ``O_NOFOLLOW``: a link planted where dse keeps its ``.lock``, ``.flock`` or ``.budget.lock`` is refused
+    with a clear error instead of truncating or appending to the file it points at (issue 21).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_TRUNC if mode == "w" else os.O_APPEND)
+    try:
+        fd = os.open(os.fspath(path), flags, 0o666)
+    except OSError as e:
+        if os.path.islink(path):
+            raise SpecError(f"{path}: is a symbolic link; dse does not write its lock and state files through "
+                            f"links (it would damage {os.path.realpath(path)}): remove the link") from None
+        raise SpecError(f"{path}: cannot open for writing ({e.strerror})") from None
+    return os.fdopen(fd, mode)
+
+
 def confined_path(root: str | os.PathLike, name: str | os.PathLike) -> Path:
     """``root / name``, refusing any name that could land outside ``root``.
 

@@ -344,6 +344,11 @@ def load_module_from_path(path: str | Path, base_dir: str | Path | None = None) 
         kind = "a directory" if p.is_dir() else "no such file"
         raise SpecError(f"{raw}: cannot load a study module: {kind} ({p})")
     p = p.resolve()
+    if base_dir is not None:
+        root = Path(base_dir).resolve()
+        if root not in p.parents:
+            raise SpecError(f"{raw}: a study module must be inside the study's folder {root} (or below it), found "
+                            f"{p}; copy it there (a study file runs no code from elsewhere)")
     digest = hashlib.sha1(str(p).encode()).hexdigest()[:12]
     mod_name = f"_dse_study_module_{p.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
@@ -353,7 +358,7 @@ def load_module_from_path(path: str | Path, base_dir: str | Path | None = None) 
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as e:  # the user's code failed: report it as their mistake, with the cause
+    except (Exception, SystemExit) as e:  # the user's code failed (or exited): their mistake, with the cause
         sys.modules.pop(mod_name, None)
         raise SpecError(f"{raw}: loading the module failed: {type(e).__name__}: {e}") from e
     try:

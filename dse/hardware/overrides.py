@@ -65,6 +65,26 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
     return validate(ChipSpec, unflatten(_with_units(flat, skip=as_given)))
 
 
+def bare_number_problems(overrides: dict[str, object]) -> list[str]:
+    """What a user wrote as a bare number for a quantity with a unit (``clock: 2.0`` would be 2 Hz, ``l2:
+    50.0`` 50 bytes): one message per key. For values from files and the command line; the Python API's SI
+    floats go to :func:`with_overrides` directly (issue 21: a bare number is an error everywhere)."""
+    from dse.units import DIMENSIONLESS, DIMENSIONS, example
+
+    out = []
+    for key, value in overrides.items():
+        try:
+            dim = param_dimension(key)
+        except Exception:  # noqa: BLE001 - an unknown key: with_overrides reports it with did-you-mean
+            continue
+        if dim is None or DIMENSIONS.get(dim) == DIMENSIONLESS:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append(f"{key}: expected a {dim} quantity with a unit (e.g. {key}: {example(dim)}), got bare "
+                       f"number {value!r}")
+    return out
+
+
 def _with_units(flat: dict[str, object], skip=()) -> dict[str, object]:
     """Parsed SI numbers re-expressed as strings with canonical units, so validation re-parses them exactly."""
     return {k: v if k in skip else yaml_value(k, v) for k, v in flat.items()}

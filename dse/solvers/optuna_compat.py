@@ -52,6 +52,8 @@ import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
+from dse.fileio import open_no_follow
+
 _log = logging.getLogger(__name__)
 
 __all__ = [
@@ -222,7 +224,7 @@ class FlockLock:
         self._fh = None
 
     def acquire(self) -> bool:
-        fh = open(self.path, "a")
+        fh = open_no_follow(self.path, "a")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX)
         except BaseException:

@@ -45,6 +45,7 @@ from dse import registry
 from dse.errors import DseError, SpecError, UnitError, did_you_mean, unknown_name
 from dse.evaluate import evaluate_design
 from dse.hardware import Chips, chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.hardware.overrides import bare_number_problems
 from dse.solvers import cpsat_split
 from dse.solvers.cpsat_tiles import tile_data
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam, Param
@@ -417,8 +418,11 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
     else:
         P.at(("overrides",), f"expected a mapping of chip parameter: value, got {data.get('overrides')!r}")
         overrides = {}
+    for k, v in overrides.items():
+        for msg in bare_number_problems({k: v}):
+            P.at(("overrides", k), msg.split(": ", 1)[1])
     overrides.update(overrides_cli or {})
-    if base is not None and overrides:
+    if base is not None and overrides and not any(bare_number_problems({k: v}) for k, v in overrides.items()):
         try:
             base = with_overrides(base, overrides)
         except SpecError as e:

@@ -51,6 +51,7 @@ import traceback
 from pathlib import Path
 
 from dse.errors import DseError, SolverError, SpecError
+from dse.fileio import open_no_follow
 from dse.solvers import optuna_compat as compat
 from dse.solvers.optuna_search import OptunaSolver, open_storage
 from dse.spec.study import SolverSettings, load_study
@@ -132,7 +133,7 @@ class SharedBudget:
                     conn.rollback()
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            with open(f"{self.path}.budget.lock", "a") as fh:
+            with open_no_follow(f"{self.path}.budget.lock", "a") as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX)
                 try:
                     yield
@@ -290,7 +291,9 @@ def _start_worker(payload: dict) -> tuple[subprocess.Popen, int]:
     env = dict(os.environ)
     here = str(Path(__file__).resolve().parents[2])  # the folder holding dse/, objectives/, constraints/
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-c", "from dse.study.distributed import worker_cli; worker_cli()",
+    # -P: no current folder (or script folder) on sys.path, so a yaml.py or optuna.py where `dse run` was
+    # started is never imported by a worker (issue 21); dse itself comes from PYTHONPATH above
+    cmd = [sys.executable, "-P", "-c", "from dse.study.distributed import worker_cli; worker_cli()",
            json.dumps({**payload, "result_fd": write})]
     try:
         proc = subprocess.Popen(cmd, pass_fds=(write,), env=env)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, SpecError
+from dse.fileio import open_no_follow
 from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
@@ -31,7 +32,7 @@ class OutputLock:
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.path, "w")
+        self.fh = open_no_follow(self.path, "w")
         try:
             fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -19,6 +19,7 @@ from typing import Any
 from dse import registry
 from dse.errors import SpecError, UnitError, did_you_mean, unknown_name
 from dse.hardware import chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.hardware.overrides import bare_number_problems
 from dse.model.evaluator import evaluate_workload
 from dse.precision import get_format
 from dse.spec.problems import Problems as _Problems, strip_location as _strip_location
@@ -234,6 +235,11 @@ def _chip_and_overrides(body, path: tuple, P: _Problems, base_chip, base_dir, *,
                 P.extend(path + (k,), e, key=True)
             ok = False
             continue
+        bare = bare_number_problems({str(k): v})
+        if bare:
+            P.at(path + (k,), bare[0].split(": ", 1)[1])
+            ok = False
+            continue
         overrides[str(k)] = v
     chip, source = base_chip, BASELINE
     if "chip" in reserved:
@@ -434,6 +440,7 @@ def quick_spec(base: str, sets: list[str] | None = None, workloads: list[str] | 
         except yaml.YAMLError:
             parsed = value
         overrides[key] = parsed if isinstance(parsed, (int, float, bool, str)) else value
+        problems.extend(f"--set {item}: {m.split(': ', 1)[1]}" for m in bare_number_problems({key: overrides[key]}))
     if not workloads:
         problems.append("give at least one --workload, e.g. --workload qwen3-8b:decode:batch=1:context=8192")
     if not sets and not chips:

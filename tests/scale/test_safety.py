@@ -158,3 +158,64 @@ def test_objective_names_with_path_parts_stay_in_the_output_folder(tmp_path):
     outside = [p for p in after - before if tmp_path not in p.parents and p != tmp_path]
     assert not outside, outside
     assert not [p for p in after - before if "escape" in p.name and (tmp_path / "out") not in p.parents]
+
+
+def test_workers_do_not_import_code_from_the_current_folder(tmp_path):
+    """issue 21 item 1: workers started as `python -c ...` put the cwd first on sys.path, so an optuna.py (or
+    yaml.py) in the folder where `dse run STUDY --workers 2` was started ran inside every worker."""
+    import os
+    import subprocess
+
+    from tests.scale.helpers import DSE, finish
+
+    marker = tmp_path / "hijacked"
+    for mod in ("optuna", "yaml", "numpy"):
+        (tmp_path / f"{mod}.py").write_text(f"open({str(marker)!r}, 'a').write('{mod}')\nraise SystemExit(7)\n")
+    study = small_study(tmp_path, trials=40, batch=20)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # (the coordinator as the `dse` console script starts it: `python -m` would put the cwd first itself)
+    proc = subprocess.Popen([sys.executable, "-P", *DSE[1:], "run", str(study), "--quiet", "--workers", "2"],
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env, cwd=tmp_path)
+    code, _, err = finish(proc)
+    assert not marker.exists(), marker.read_text()
+    assert code == 0, err[-2000:]
+
+
+@pytest.mark.parametrize("name", [".lock", "study.journal.flock"])
+def test_lock_files_are_not_written_through_a_symlink(tmp_path, name, capsys):
+    """issue 21 item 2: `out/.lock` followed a symlink and truncated its target; a symlinked `.flock` was
+    written through. Now a planted link is refused (exit 2, the link named) and its target is untouched."""
+    study = small_study(tmp_path, trials=20, batch=10)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "notes.txt"
+    victim.write_text("my notes\n")
+    (out / name).symlink_to(victim)
+    code = main(["run", str(study), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and name in err and "Traceback" not in err
+    assert victim.read_text() == "my notes\n"
+
+
+def test_study_modules_must_live_below_the_study(tmp_path):
+    """issue 21 item 1: `dse validate` ran a study's `modules:` code from `../` and absolute paths, and a module
+    calling sys.exit(0) made validate exit 0 silently."""
+    import yaml as _yaml
+
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("raise SystemExit('should not run')\n")
+    sub = tmp_path / "study"
+    sub.mkdir()
+    exiting = sub / "quits.py"
+    exiting.write_text("import sys\nsys.exit(0)\n")
+    data = _yaml.safe_load(small_study(sub, trials=10).read_text())
+    for modules, words in (([str(outside)], "inside the study's folder"), (["../elsewhere.py"], "inside the study's"),
+                           (["quits.py"], "SystemExit")):
+        data["modules"] = modules
+        f = sub / "s.yaml"
+        f.write_text(_yaml.safe_dump(data, sort_keys=False))
+        with pytest.raises(SpecError, match=words):
+            load_study(f)
+        assert main(["validate", str(f)]) == 2

@@ -49,3 +49,32 @@ def test_a_rerun_says_it_resumes(tmp_path, capsys):
     assert main(["run", str(study), "--trials", "30", "--out", str(out), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "resuming the study stored in" in err and "study.journal" in err
+
+
+@pytest.mark.parametrize("setting, unit", [("clock=2.0", "frequency"), ("l2=50.0", "bytes"),
+                                           ("hbm.pin_rate=5.0", "bandwidth"), ("tdp=700", "power")])
+def test_a_bare_number_for_a_quantity_is_refused_in_set(setting, unit, capsys):
+    """issue 21 item 3: `--set clock=2.0` was read as 2 Hz (1.46e5 s per token), `l2=50.0` as 50 bytes."""
+    code = main(["whatif", "--base", "h100-sxm", "--set", setting, "--workload", "qwen3-8b:decode:batch=1:context=1024"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"expected a {unit} quantity with a unit" in err and "bare number" in err and "Traceback" not in err
+
+
+def test_a_bare_number_in_study_overrides_is_refused_at_its_line(tmp_path):
+    import yaml as _yaml
+
+    from dse.spec.study import load_study
+
+    data = _yaml.safe_load((STUDIES / "clock-voltage-energy.yaml").read_text())
+    data["overrides"] = {"tdp": 700.0, "hbm.stacks": 4}
+    data["output"] = str(tmp_path / "out")
+    f = tmp_path / "s.yaml"
+    f.write_text(_yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(SpecError) as e:
+        load_study(f)
+    (msg,) = [m for m in e.value.problems if "tdp" in m]
+    assert msg.startswith(f"{f}:") and "overrides.tdp" in msg and "bare number 700.0" in msg
+    data["overrides"] = {"tdp": "700 W", "hbm.stacks": 4}  # counts stay bare; quantities with units load
+    f.write_text(_yaml.safe_dump(data, sort_keys=False))
+    assert load_study(f).base.tdp == 700.0
