@@ -24,7 +24,7 @@ def positive_int(text: str) -> int:
 
 
 def _run(args) -> int:
-    spec0 = load_study(args.study)
+    spec0 = load_study(args.study, out_given=args.out is not None)
     journal = Path(args.out or spec0.output) / "study.journal"
     if spec0.solver.method not in ("grid", "cpsat_tiles", "cpsat_split") and args.storage is None \
             and journal.exists() and journal.stat().st_size > 0:
@@ -33,7 +33,7 @@ def _run(args) -> int:
     table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
                       out=args.out, progress=not args.quiet)
 
-    spec = load_study(args.study)
+    spec = load_study(args.study, out_given=args.out is not None)
     out = args.out or spec.output
     if spec.solver.method.startswith("cpsat"):  # exact sub-problem: its table is the answer
         print(table.to_string(index=False))

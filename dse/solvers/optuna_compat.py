@@ -329,9 +329,42 @@ class JournalFile(JournalFileBackend):
                     os.fsync(f.fileno())
 
 
+def check_journal(path: str | Path) -> None:
+    """Refuse a file at ``path`` that is not an Optuna journal (issue 21: `storage: 'journal:notes.txt'` cut the
+    file's last line and appended JSON to it): empty or missing is fine (a new journal); otherwise its first
+    line must be a JSON journal record (an ``op_code``). A link is refused (nothing is written through it)."""
+    from dse.errors import SpecError
+
+    p = Path(path)
+    if p.is_symlink():
+        raise SpecError(f"{p}: the journal is a symbolic link; dse does not write through links: remove it or give "
+                        f"the real path")
+    if not p.exists() or p.stat().st_size == 0:
+        return
+    if not p.is_file():
+        raise SpecError(f"{p}: the journal path is not a regular file")
+    with open(p, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                break  # a torn last line (a killed writer): JournalFile cuts it
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or "op_code" not in record:
+                if number == 1:
+                    raise SpecError(f"{p}: is not an Optuna journal (its first line is not a journal record); dse "
+                                    f"writes only journals it created: give a new path (a file ending in .journal) "
+                                    f"or delete this one")
+                raise SpecError(f"{p}:{number}: the journal is damaged (line {number} is not a journal record: "
+                                f"{line[:80]!r}); the trials before it are intact: keep a copy, then cut the file "
+                                f"at line {number - 1} to resume from there, or start afresh with another --out")
+
+
 def journal_storage(path: str | Path) -> tuple:
     """``(JournalStorage, JournalFile)`` on ``path`` (created if missing); a torn tail is cut before reading."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    check_journal(path)
     backend = JournalFile(path)
     backend.lock.acquire()  # repairs a torn tail before the storage replays the file
     backend.lock.release()

@@ -332,10 +332,11 @@ def _workloads(data, path: tuple, file: str, P: _Problems) -> tuple[list, list]:
     return workloads, workload_paths
 
 
-def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
+def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = False) -> StudySpec:
     """Read and validate a study file; every problem is reported at once.
 
-    A study that validates runs: see the module docstring (validation equals run).
+    A study that validates runs: see the module docstring (validation equals run). ``out_given``: the
+    caller writes elsewhere (``dse run --out``), so the file's ``output`` need not stay below its folder.
     """
 
     path = Path(path)
@@ -504,11 +505,19 @@ def load_study(path, *, overrides_cli: dict | None = None) -> StudySpec:
         P.at(("output",), f"expected a folder path, got {out!r}")
         out = f"results/{name}"
 
-    if P.items:
-        raise SpecError(P.items)
+    # the output stays below the study's folder (a project's studies/ folder: the project), unless --out says
+    # otherwise: a study file someone sends cannot write elsewhere (issue 21)
+    home = path.parent.parent if path.parent.name == "studies" else path.parent
     output = Path(out)
     if not output.is_absolute():
-        output = (path.parent.parent / output) if path.parent.name == "studies" else (path.parent / output)
+        output = home / output
+    if "output" in data and isinstance(out, str) and not out_given:
+        where, inside = output.resolve(), home.resolve()
+        if where != inside and inside not in where.parents:
+            P.at(("output",), f"the output folder {where} is outside the study's folder {inside}; a study file "
+                              f"writes only below it: give another folder with `dse run --out`")
+    if P.items:
+        raise SpecError(P.items)
     spec = StudySpec(path=path, name=name, question=question, workloads=tuple(workloads), base=base,
                      base_name=base_name, overrides=overrides, space=tuple(space), constraints=tuple(constraints),
                      objectives=tuple(objectives), solver=settings, output=output, raw=dict(data),

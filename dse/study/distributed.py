@@ -254,7 +254,7 @@ def _worker_main(payload: dict) -> tuple[str, str]:
 
     try:
         settings = SolverSettings(**payload["settings"])
-        spec = load_study(payload["study"])
+        spec = load_study(payload["study"], out_given=True)  # the coordinator checked the output
         spec = dataclasses.replace(spec, solver=settings, output=Path(payload["output"]))
         problem = make_problem(spec)
         shared = SharedBudget(payload["storage"], spec.name, settings.trials, parent_pid=payload["parent"])

@@ -76,7 +76,7 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
     for label, v in (("trials", trials), ("workers", workers)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
             raise SpecError(f"run_study: {label} must be an integer >= 1 (or None for the study's own), got {v!r}")
-    spec = load_study(path)
+    spec = load_study(path, out_given=out is not None)
     s = spec.solver
     s = dataclasses.replace(s, trials=trials or s.trials, workers=workers or s.workers,
                             storage=storage if storage is not None else s.storage,

@@ -219,3 +219,52 @@ def test_study_modules_must_live_below_the_study(tmp_path):
         with pytest.raises(SpecError, match=words):
             load_study(f)
         assert main(["validate", str(f)]) == 2
+
+
+def test_a_storage_path_that_is_not_a_journal_is_left_alone(tmp_path, capsys):
+    """issue 21 item 2: `solver.storage: 'journal:/some/user/notes.txt'` cut the file's last line ("a torn last
+    line") and appended Optuna JSON to it. A file that is not a journal dse created is refused, untouched."""
+    import yaml as _yaml
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\nthe last line, without a newline")
+    data = _yaml.safe_load(small_study(tmp_path, trials=10).read_text())
+    data["solver"]["storage"] = f"journal:{notes}"
+    f = tmp_path / "s.yaml"
+    f.write_text(_yaml.safe_dump(data, sort_keys=False))
+    assert main(["run", str(f), "--quiet"]) == 2
+    assert "is not an Optuna journal" in capsys.readouterr().err
+    assert notes.read_text() == "my notes\nthe last line, without a newline"
+
+
+def test_a_study_file_cannot_write_outside_its_folder(tmp_path, capsys):
+    """issue 21 item 2: `output: ../escape` in a study file wrote outside the study's folder. Refused at the
+    key (file:line), unless the user gives the folder on the command line."""
+    import yaml as _yaml
+
+    sub = tmp_path / "mine"
+    sub.mkdir()
+    data = _yaml.safe_load(small_study(sub, trials=10).read_text())
+    data["output"] = "../escape"
+    f = sub / "s.yaml"
+    f.write_text(_yaml.safe_dump(data, sort_keys=False))
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:" in err and "output" in err and "outside the study's folder" in err and "--out" in err
+    assert not (tmp_path / "escape").exists()
+    assert main(["run", str(f), "--quiet", "--out", str(tmp_path / "chosen")]) == 0
+    assert (tmp_path / "chosen" / "pareto.csv").exists() and not (tmp_path / "escape").exists()
+
+
+def test_a_damaged_journal_is_named_with_its_line(tmp_path, capsys):
+    """issue 21 item 5: a flipped byte in the journal gave a `KeyError: 'op_code'` traceback."""
+    study = small_study(tmp_path, trials=20, batch=10)
+    assert main(["run", str(study), "--quiet"]) == 0
+    journal = tmp_path / "out" / "study.journal"
+    lines = journal.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"op_code"', b'"op#code"', 1)
+    journal.write_bytes(b"\n".join(lines))
+    capsys.readouterr()
+    assert main(["run", str(study), "--quiet", "--trials", "30"]) == 2
+    err = capsys.readouterr().err
+    assert f"{journal}:5: the journal is damaged" in err and "Traceback" not in err
