@@ -23,6 +23,17 @@ def positive_int(text: str) -> int:
     return n
 
 
+def seed_int(text: str) -> int:
+    """argparse type: a seed in [0, 2**32) (numpy's and Optuna's range)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2**32), got {text!r}") from None
+    if not 0 <= n < 2**32:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2**32), got {n}")
+    return n
+
+
 def _run(args) -> int:
     spec0 = load_study(args.study, out_given=args.out is not None)
     journal = Path(args.out or spec0.output) / "study.journal"
@@ -82,7 +93,7 @@ def register(sub) -> None:
     r.add_argument("--trials", type=positive_int, help="number of designs to evaluate (the budget)")
     r.add_argument("--workers", type=positive_int, help="worker processes")
     r.add_argument("--storage", help="Optuna storage URL (default: a journal file in the output folder)")
-    r.add_argument("--seed", type=int)
+    r.add_argument("--seed", type=seed_int, help="random seed of the search, in [0, 2**32)")
     r.add_argument("--out", help="output folder (default: the study's output)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)

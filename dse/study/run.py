@@ -76,15 +76,34 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
     for label, v in (("trials", trials), ("workers", workers)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
             raise SpecError(f"run_study: {label} must be an integer >= 1 (or None for the study's own), got {v!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or not 0 <= seed < 2**32):
+        raise SpecError(f"run_study: seed must be an integer in [0, 2**32), got {seed!r}")
     spec = load_study(path, out_given=out is not None)
     s = spec.solver
     s = dataclasses.replace(s, trials=trials or s.trials, workers=workers or s.workers,
                             storage=storage if storage is not None else s.storage,
                             seed=seed if seed is not None else s.seed)
     spec = dataclasses.replace(spec, solver=s, output=Path(out) if out else spec.output)
+    if write:
+        _output_folder(spec.output)
     if spec.scenarios:
         return _run_scenarios(spec, progress=progress, write=write)
     return _run(spec, progress=progress, write=write)
+
+
+def _output_folder(out: Path) -> None:
+    """Create the output folder, or say in one line why it cannot be (issue 21: a read-only place, an existing
+    file, /proc/self/x ended in tracebacks)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SpecError(f"{out}: the output folder exists as a file; give a folder with --out") from None
+    except OSError as e:
+        raise SpecError(f"{out}: cannot create the output folder ({e.strerror}); give a writable folder with "
+                        f"--out") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise SpecError(f"{out}: the output folder is not writable; give a writable folder with --out")
 
 
 def _slug(name: str) -> str:

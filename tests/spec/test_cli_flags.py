@@ -78,3 +78,24 @@ def test_a_bare_number_in_study_overrides_is_refused_at_its_line(tmp_path):
     data["overrides"] = {"tdp": "700 W", "hbm.stacks": 4}  # counts stay bare; quantities with units load
     f.write_text(_yaml.safe_dump(data, sort_keys=False))
     assert load_study(f).base.tdp == 700.0
+
+
+def test_a_seed_out_of_range_is_refused(capsys, tmp_path):
+    """issue 21 item 6: seeds >= 2**32 crashed in numpy's seeding with a traceback."""
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(STUDIES / "clock-voltage-energy.yaml"), "--seed", str(2**32), "--out", str(tmp_path)])
+    assert e.value.code == 2 and "expected an integer in [0, 2**32)" in capsys.readouterr().err
+    with pytest.raises(SpecError, match=r"seed must be an integer in \[0, 2\*\*32\)"):
+        run_study(STUDIES / "clock-voltage-energy.yaml", seed=-1, out=tmp_path, write=False)
+
+
+@pytest.mark.parametrize("where", ["a-file", "/proc/self/x/y"])
+def test_an_unusable_output_folder_is_one_line(where, tmp_path, capsys):
+    """issue 21 item 6: an existing file or an impossible path as the output folder ended in a traceback."""
+    target = tmp_path / where if not where.startswith("/") else Path(where)
+    if where == "a-file":
+        target.write_text("not a folder")
+    code = main(["run", str(STUDIES / "clock-voltage-energy.yaml"), "--out", str(target), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert str(target) in err and "--out" in err and "Traceback" not in err
