@@ -151,11 +151,16 @@ class _Problem:
                 lo.append(math.log(_FRACTION_FLOOR))
                 hi.append(math.log(_FRACTION_CEIL_FREE) if k in unbounded else 0.0)
             else:
-                per = self.launches if k == "kernel_overhead" else np.ones_like(self.meas)
-                r = 1.5 * float(np.max(self.meas / per)) / self.scale
+                r = self.overhead_range(k)
                 lo.append(-r if k in unbounded else 0.0)
                 hi.append(r)
         return np.array(lo), np.array(hi)
+
+    def overhead_range(self, k: str) -> float:
+        """The largest value (in units of ``scale``) the grid tries for non-linear overhead ``k``: 1.5 x the
+        largest measured time per launch (kernel_overhead) or per step."""
+        per = self.launches if k == "kernel_overhead" else np.ones_like(self.meas)
+        return 1.5 * float(np.max(self.meas / per)) / self.scale
 
     def coarse(self) -> tuple[np.ndarray, np.ndarray]:
         """A grid over the unconstrained box of the grid dimensions, and its times with the linear overheads

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from dse.calibrate import load_measurements, parse_measured_workload
-from dse.calibrate.problem import _FRACTION_CEIL_FREE, _FRACTION_FLOOR, _Problem
+from dse.calibrate.problem import _Problem
 from dse.calibrate.solve import _vp
 from dse.errors import SpecError, unknown_name
 from dse.evaluate import evaluate_design
@@ -169,24 +169,10 @@ class _ServingProblem(_Problem):
             out[:, i] = evaluate_design(chips[_system_key(r.system)], r.workload)["time_s"]
         return out
 
-    def ranges(self, unbounded=frozenset()) -> tuple[np.ndarray, np.ndarray]:
-        """The calibration module's search box, with the collective overhead in [0, 100 us] (a collective
-        step's software latency is microseconds; +-100 us when unbounded)."""
-        lo, hi = [], []
-        for j in self.grid_dims():
-            k = self.free[j]
-            if k in _FRACTIONS:
-                lo.append(math.log(_FRACTION_FLOOR))
-                hi.append(math.log(_FRACTION_CEIL_FREE) if k in unbounded else 0.0)
-            else:
-                if k == "collective_overhead":
-                    r = _COLLECTIVE_MAX / self.scale
-                else:
-                    per = self.launches if k == "kernel_overhead" else np.ones_like(self.meas)
-                    r = 1.5 * float(np.max(self.meas / per)) / self.scale
-                lo.append(-r if k in unbounded else 0.0)
-                hi.append(r)
-        return np.array(lo), np.array(hi)
+    def overhead_range(self, k: str) -> float:
+        """The calibration module's range, with the collective overhead up to 100 us (a collective step's
+        software latency is microseconds)."""
+        return _COLLECTIVE_MAX / self.scale if k == "collective_overhead" else super().overhead_range(k)
 
 
 _COLLECTIVE_MAX = 100e-6
