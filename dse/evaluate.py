@@ -161,6 +161,8 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
         package["chip_cost_usd"] = package["chip_cost_usd"] * n_sys
     package["power_density_w_per_mm2"] = m["peak_power_w"] / np.maximum(pa.total_silicon_area_mm2, 1e-9)
     package["local_buffer_bytes"] = chips.get("local_buffer", 0.0) + 0.0
+    # the memory interface the design has (the system's: bandwidth adds up over chips, seed 004 §4.7.2)
+    package["memory_bandwidth_bytes_per_s"] = chips.memory_bandwidth * n_sys
     m.update(package)
     return DesignMetrics(m, tuple(per), tuple(chips.names), tuple(package))
 

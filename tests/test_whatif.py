@@ -283,3 +283,17 @@ def test_cli_file_with_workload_replaced(capsys, tmp_path):
     assert main(["whatif", str(UPGRADES), "--workload", PREFILL, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"## `{PREFILL}`" in out and f"## `{DECODE}`" not in out
+
+
+def test_a_generation_change_says_what_else_it_sets():
+    """issue 19 item 6: `--set hbm.generation=hbm3e` silently changed the pin rate and the stack build (216 GB
+    at ~7.4 TB/s) and the table had no bandwidth or capacity row. The note names the implied changes (H100's
+    HBM3 at 5.24 Gb/s per pin -> HBM3E's 9.6 Gb/s, memories.yaml), and the table shows both figures."""
+    res = run_whatif(quick_spec("h100-sxm", ["hbm.generation=hbm3e"], [DECODE]))
+    (proposal,) = res.spec.proposals
+    assert "also:" in proposal.note and "hbm.pin_rate 5.24 Gb/s -> 9.6 Gb/s" in proposal.note
+    md = res.to_markdown()
+    assert "| memory bandwidth |" in md and "| memory capacity |" in md and "| TDP |" in md
+    # the bandwidth the table shows is the stacks x pins x rate of each chip: 5 x 1024 x 5.24 / 8 (H100)
+    assert res.value("baseline", "memory_bandwidth_bytes_per_s", DECODE) == pytest.approx(5 * 1024 * 5.24e9 / 8,
+                                                                                         rel=1e-3)

@@ -65,6 +65,11 @@ def _run(args) -> int:
         print(f"\nResults in {out}/ (scenarios.csv: every design x scenario; one folder per scenario)")
         return 0
     _, meta, _ = read_results(out)
+    budget = args.trials or spec.solver.trials
+    if spec.solver.method != "grid" and meta["n_trials"] > budget:
+        print(f"note: the storage holds {meta['n_trials']} trials, more than the budget of {budget} (a journal "
+              f"copied or appended twice, or an earlier run with a larger budget); all of them are in the results",
+              file=sys.stderr)
     front = pareto_table(table, meta)
     print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "
           f"({meta['elapsed_s']:.1f} s). Results in {out}/")

@@ -384,18 +384,6 @@ def _num(v: float, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
-def _iec(n: int, digits: int) -> str | None:
-    """128 KiB rather than '131.1 kB' for sizes that are whole binary multiples but not decimal ones."""
-    for k, sym in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
-        if n >= 1024**k:
-            if n % 1024**k == 0 and n % 1000**k != 0:
-                return f"{n // 1024**k} {sym}"
-            if n % 1024 ** (k - 1) == 0 and n % 1000**k != 0 and k > 1:
-                return f"{n / 1024**k:.{digits}g} {sym}"
-            return None
-    return None
-
-
 def format_value(value: Any, unit: str | None = None, digits: int = 4) -> str:
     """One value for people: 3.2e-3 's' -> '3.2 ms'; 814.0 'mm^2' -> '814 mm^2'; 'fp8' -> 'fp8'."""
     if value is None:
@@ -411,11 +399,7 @@ def format_value(value: Any, unit: str | None = None, digits: int = 4) -> str:
     if not math.isfinite(v):
         return _num(v)
     dim, label = _dimension(unit)
-    if dim == "bytes" and v >= 1024 and v == int(v):
-        iec = _iec(int(v), digits)
-        if iec:
-            return iec
-    if dim in _SCALED:
+    if dim in _SCALED:  # (bytes: binary prefixes for round binary sizes, dse.units.format_quantity)
         return format_quantity(v, dim, digits)
     text = _num(value if isinstance(value, (int, np.integer)) else v, digits)
     return f"{text} {label}" if label else text

@@ -40,6 +40,8 @@ METRICS = (
     ("bytes_memory", "main-memory traffic", "bytes"),
     ("resident_bytes", "resident bytes", "bytes"),
     ("capacity_bytes", "memory capacity", "bytes"),
+    ("memory_bandwidth_bytes_per_s", "memory bandwidth", "B/s"),
+    ("tdp", "TDP", "W"),
     ("max_batch", "max requests at this context", ""),
     ("die_area_mm2", "die area", "mm^2"),
     ("total_silicon_area_mm2", "total silicon area", "mm^2"),

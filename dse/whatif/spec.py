@@ -354,7 +354,9 @@ def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
                 if r is None or len(P.items) > n_before:
                     continue
                 chip, source, overrides, _ = r
-                designs.append(Design(str(pname), chip, source, overrides, ref, opts, att, str(note or "")))
+                implied = _implied_changes(base_chip, chip, overrides) if base_chip is not None else ""
+                note = "; ".join(x for x in (str(note or ""), implied) if x)
+                designs.append(Design(str(pname), chip, source, overrides, ref, opts, att, note))
             known = [BASELINE] + [str(k) for k in props]
             for pname, (ref, p) in compare.items():
                 if ref == pname:
@@ -406,6 +408,28 @@ def load_proposals(path) -> WhatIfSpec:
     """Read and validate a what-if file; every problem is reported at once, located (SpecError)."""
     data = load_yaml(path)
     return spec_from_dict(data, path)
+
+
+def _implied_changes(base, chip, overrides) -> str:
+    """What a change set besides the keys it names (issue 19: `hbm.generation=hbm3e` silently changed the pin
+    rate and the stack capacity): the reset figures of dse.hardware.override_rules, as 'also: key old -> new'."""
+    from dse.hardware.rules import override_rules
+    from dse.units import format_quantity
+
+    reset, _ = override_rules(overrides)
+    if not reset:
+        return ""
+    a, b = base.flat(), chip.flat()
+    parts = []
+    for k in sorted(reset):
+        if k in b and a.get(k) != b.get(k):
+            dim = param_dimension(k)
+            if k == "hbm.pin_rate":  # per pin, as memory vendors quote it
+                show = lambda v: f"{float(v) * 8 / 1e9:.4g} Gb/s"  # noqa: E731
+            else:
+                show = (lambda v: format_quantity(float(v), dim)) if dim else str  # noqa: E731
+            parts.append(f"{k} {show(a[k]) if k in a else '-'} -> {show(b[k])}")
+    return "also: " + ", ".join(parts) + " (the defaults of the change, dse/data/technology)" if parts else ""
 
 
 def quick_spec(base: str, sets: list[str] | None = None, workloads: list[str] | None = None,

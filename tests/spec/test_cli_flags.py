@@ -99,3 +99,15 @@ def test_an_unusable_output_folder_is_one_line(where, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert str(target) in err and "--out" in err and "Traceback" not in err
+
+
+def test_a_storage_holding_more_than_the_budget_is_reported(tmp_path, capsys):
+    """issue 21 item 5: a journal holding more trials than the budget (a duplicated tail: 5,399 of 5,000) was
+    used silently."""
+    study = tmp_path / "s.yaml"
+    shutil.copy(STUDIES / "qwen3-8b-decode-chip.yaml", study)
+    out = tmp_path / "out"
+    assert main(["run", str(study), "--trials", "30", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(study), "--trials", "10", "--out", str(out), "--quiet"]) == 0
+    assert "the storage holds 30 trials, more than the budget of 10" in capsys.readouterr().err
