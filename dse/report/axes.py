@@ -57,5 +57,7 @@ def _catalog_points(st: _Study, xc: str, yc: str, xd: np.ndarray, yd: np.ndarray
     cx, cy = _num(cat[xc]), _num(cat[yc])
     names = np.array([str(n) for n in cat["chip"]], dtype=object)
     fin = np.isfinite(cx) & np.isfinite(cy)
+    if "feasible" in cat.columns:  # a chip that breaks the study's constraints is no reference point
+        fin &= np.array([str(v).lower() not in ("false", "0", "0.0") for v in cat["feasible"]])
     near = fin & _near(cx, xd) & _near(cy, yd)
     return list(names[near]), cx[near], cy[near], list(names[fin & ~near])

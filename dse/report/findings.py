@@ -205,8 +205,11 @@ def _catalog_findings(st: _Study, limit: int = 8) -> list[str]:
         return []
     dirs = [st.directions[n] for n in st.objectives]
     F = to_minimization(np.column_stack([_num(st.front[c]) for c in cols]), dirs)
-    beaten, standing, skipped = [], [], []
+    beaten, standing, skipped, infeasible = [], [], [], []
     for _, row in cat.iterrows():
+        if "feasible" in cat.columns and str(row["feasible"]).lower() in ("false", "0", "0.0"):
+            infeasible.append(f"{row['chip']} ({row.get('violations') or 'a constraint'})")
+            continue
         c = to_minimization(np.array([[_to_float(row[c]) for c in cols]]), dirs)[0]
         if not np.all(np.isfinite(c)):
             skipped.append(str(row["chip"]))
@@ -232,4 +235,6 @@ def _catalog_findings(st: _Study, limit: int = 8) -> list[str]:
         out.append(text + ".")
     if skipped:
         out.append("Not compared (an objective is undefined for them): " + ", ".join(skipped) + ".")
+    if infeasible:
+        out.append("Not compared (they break the study's constraints as they are): " + ", ".join(infeasible) + ".")
     return out

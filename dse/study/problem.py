@@ -245,6 +245,19 @@ def catalog_points(spec: StudySpec) -> pd.DataFrame:
                 row[f"obj.{t.name}"] = float(t(m)[0])
             except Exception:
                 row[f"obj.{t.name}"] = np.nan
+        # the study's constraints on the chip as it is (issue 19: a chip that cannot hold the model was plotted
+        # and called "not dominated"); an uncomputable constraint counts as met
+        violated = []
+        for t in spec.constraints:
+            try:
+                v = float(t(m)[0])
+            except Exception:
+                v = np.nan
+            row[f"con.{t.name}"] = v
+            if v > 0:
+                violated.append(t.name)
+        row["feasible"] = not violated
+        row["violations"] = ", ".join(violated)
         for k, v in m.items():
             if k != "bound_code":
                 row[f"m.{k}"] = float(np.asarray(v, dtype=float)[0])

@@ -251,3 +251,17 @@ def test_clock_front_is_not_one_clock(clock_study):
     """issue 14: the default study's exact front sat at one (the maximum) clock; here the front spans clocks."""
     front = clock_study[clock_study["pareto_rank"] == 0]
     assert front["p.clock"].nunique() >= 3
+
+
+def test_catalog_comparisons_respect_the_studys_constraints():
+    """issue 19 item 2: for Qwen3-235B (137.9 GB resident, seed 004 §4.3.3), groq-tsp (230 MB) and rtx-3090
+    (24 GB) were plotted and called "not dominated" though they cannot hold the model. The catalog rows carry
+    the study's constraints; the ones that break them are left out of the comparison and the plots."""
+    from dse.spec.study import load_study
+    from dse.study.problem import catalog_points
+
+    cat = catalog_points(load_study(STUDIES / "moe-235b-serving.yaml")).set_index("chip")
+    for chip in ("groq-tsp", "rtx-3090", "h100-sxm"):  # 230 MB, 24 GB, 80 GB < 137.9 GB
+        assert not cat.loc[chip, "feasible"] and "fits_memory" in cat.loc[chip, "violations"]
+        assert cat.loc[chip, "con.fits_memory"] > 0
+    assert cat.loc["b200", "feasible"]  # 192 GB holds it
