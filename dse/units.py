@@ -246,8 +246,8 @@ def example(expected: str) -> str:
 
 
 _DISPLAY = {
-    "bytes": [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")],
-    "bandwidth": [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1, "B/s")],
+    "bytes": [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")],
+    "bandwidth": [(1e15, "PB/s"), (1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1, "B/s")],
     "time": [(1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")],
     "frequency": [(1e9, "GHz"), (1e6, "MHz"), (1, "Hz")],
     "power": [(1e3, "kW"), (1, "W"), (1e-3, "mW")],

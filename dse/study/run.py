@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dse.errors import DseError, SpecError
+from dse.errors import DseError, InfeasibleError, SpecError
 from dse.fileio import open_no_follow
 from dse.report import write_reports
 from dse.solvers.grid import GridSolver
@@ -151,7 +152,14 @@ def _run_scenarios(spec: StudySpec, *, progress: bool, write: bool) -> pd.DataFr
         spec.output.mkdir(parents=True, exist_ok=True)
         atomic_write(spec.output / "scenarios.csv", table.to_csv(index=False))
     if not table["feasible"].any():
-        raise SpecError(f"{spec.path}: no design of the space is feasible in any scenario")
+        causes = []
+        for name, _, _ in spec.scenarios:
+            t = table[table["scenario"] == name]
+            counts = {c[4:]: int((t[c] > 0).sum()) for c in t.columns if c.startswith("con.")}
+            worst = max(counts, key=counts.get) if counts else None
+            causes.append(f"{name}: {worst} rejects {counts[worst]} of {len(t)}" if worst else f"{name}: -")
+        raise InfeasibleError(f"{spec.path}: no design of the space is feasible in any scenario ("
+                              + "; ".join(causes) + ")")
     return table
 
 
@@ -205,13 +213,40 @@ class _NoLock:
         return False
 
 
+class _Lines:
+    """The progress outside a terminal (a log, a pipe, CI): one plain line per tenth of the budget, instead of a
+    bar's carriage returns (issue 19). The interface of the tqdm bar that dse uses: n, refresh, close."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.n, self.postfix = max(int(total), 1), 0, ""
+        self.stream = stream if stream is not None else sys.stderr
+        self._shown = 0
+
+    def set_postfix_str(self, text: str) -> None:
+        self.postfix = text
+
+    def refresh(self) -> None:
+        step = self.n * 10 // self.total
+        if step > self._shown:
+            self._shown = step
+            print(f"dse: {self.n:,} of {self.total:,} designs evaluated"
+                  + (f"; best so far: {self.postfix}" if self.postfix else ""), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._shown < 10 and self.n:
+            self._shown = 9
+            self.refresh()
+
+
 class _Progress:
-    """tqdm bar with the best value so far of each objective among feasible points."""
+    """tqdm bar (plain lines outside a terminal) with the best value so far of each objective among feasible
+    points."""
 
     def __init__(self, total: int, problem):
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, unit="design", dynamic_ncols=True)
+        self.bar = (tqdm(total=total, unit="design", dynamic_ncols=True) if sys.stderr.isatty()
+                    else _Lines(total))
         self.problem = problem
 
     def update(self, k: int, solver) -> None:

@@ -111,3 +111,23 @@ def test_a_storage_holding_more_than_the_budget_is_reported(tmp_path, capsys):
     capsys.readouterr()
     assert main(["run", str(study), "--trials", "10", "--out", str(out), "--quiet"]) == 0
     assert "the storage holds 30 trials, more than the budget of 10" in capsys.readouterr().err
+
+
+def test_progress_outside_a_terminal_is_plain_lines(tmp_path, capsys):
+    """issue 19 item 5: outside a terminal the progress bar wrote one 8 KB line of carriage returns. Now: one
+    plain line per tenth of the budget, with the best value of each objective so far."""
+    study = tmp_path / "s.yaml"
+    shutil.copy(STUDIES / "qwen3-8b-decode-chip.yaml", study)
+    assert main(["run", str(study), "--trials", "40", "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.startswith("dse: ")]
+    assert "\r" not in err and 1 <= len(lines) <= 11
+    assert lines[-1].startswith("dse: 40 of 40 designs evaluated") and "best so far:" in lines[-1]
+
+
+def test_petabytes_per_second_are_shown_as_such():
+    """issue 19 item 4: Cerebras WSE-3's 21 PB/s of SRAM bandwidth showed as `2.1e+04 TB/s`."""
+    from dse.units import format_quantity
+
+    assert format_quantity(21e15, "bandwidth") == "21 PB/s"
+    assert format_quantity(44e15, "bytes") == "44 PB"
