@@ -402,7 +402,7 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     for fmt in chips.formats:
         peak = np.maximum(peak, chips.peak_flops(fmt) * chips.get(f"energy.flop.{fmt}", 0.0) * s1)
     p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
-    fixed1 = leak * pw.leakage_scale(law.v1, v_nom) + clk * law.d * s1
+    fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
     if estimated.any():
         tdp = np.where(estimated, most, tdp)
@@ -590,9 +590,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     tdp, v_nom = c.tdp_limit, c.v_nom
     law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
     s1 = pw.dynamic_energy_scale(law.v1, v_nom)
-    leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)
-    clk1 = c.clk * c.d * s1
-    fixed1 = leak1 + clk1
+    leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)  # (reported apart: static_power_w, clock_power_w)
+    fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
+    clk1 = fixed1 - leak1
     E_compute_op = E_compute_op * s1  # at the design clock's voltage
     pf_cnt = padded_flops * cnt
     tot_padded = pf_cnt.sum(axis=1, keepdims=True)

@@ -39,15 +39,20 @@ def test_run_study_refuses_them_too(kw, tmp_path):
         run_study(STUDIES / "clock-voltage-energy.yaml", out=tmp_path, write=False, **kw)
 
 
-def test_a_rerun_says_it_resumes(tmp_path, capsys):
-    """issue 19 item 5: a rerun on the same folder resumed without saying so."""
+def _rerun(tmp_path, capsys, first: int, second: int) -> str:
+    """The default study run twice into one folder with the two budgets: the second run's stderr."""
     study = tmp_path / "s.yaml"
     shutil.copy(STUDIES / "qwen3-8b-decode-chip.yaml", study)
     out = tmp_path / "out"
-    assert main(["run", str(study), "--trials", "20", "--out", str(out), "--quiet"]) == 0
+    assert main(["run", str(study), "--trials", str(first), "--out", str(out), "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["run", str(study), "--trials", "30", "--out", str(out), "--quiet"]) == 0
-    err = capsys.readouterr().err
+    assert main(["run", str(study), "--trials", str(second), "--out", str(out), "--quiet"]) == 0
+    return capsys.readouterr().err
+
+
+def test_a_rerun_says_it_resumes(tmp_path, capsys):
+    """issue 19 item 5: a rerun on the same folder resumed without saying so."""
+    err = _rerun(tmp_path, capsys, 20, 30)
     assert "resuming the study stored in" in err and "study.journal" in err
 
 
@@ -104,13 +109,7 @@ def test_an_unusable_output_folder_is_one_line(where, tmp_path, capsys):
 def test_a_storage_holding_more_than_the_budget_is_reported(tmp_path, capsys):
     """issue 21 item 5: a journal holding more trials than the budget (a duplicated tail: 5,399 of 5,000) was
     used silently."""
-    study = tmp_path / "s.yaml"
-    shutil.copy(STUDIES / "qwen3-8b-decode-chip.yaml", study)
-    out = tmp_path / "out"
-    assert main(["run", str(study), "--trials", "30", "--out", str(out), "--quiet"]) == 0
-    capsys.readouterr()
-    assert main(["run", str(study), "--trials", "10", "--out", str(out), "--quiet"]) == 0
-    assert "the storage holds 30 trials, more than the budget of 10" in capsys.readouterr().err
+    assert "the storage holds 30 trials, more than the budget of 10" in _rerun(tmp_path, capsys, 30, 10)
 
 
 def test_progress_outside_a_terminal_is_plain_lines(tmp_path, capsys):
