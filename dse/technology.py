@@ -69,6 +69,8 @@ __all__ = [
     "memory",
     "memory_names",
     "packaging",
+    "area_model",
+    "AreaModel",
     "chip_energy",
     "sram_read_energy",
     "overridden",
@@ -149,11 +151,6 @@ def _check_classes(table: dict) -> dict:
     return table
 
 
-class SramArea(Record):
-    scratchpad: AreaPerByte = Field(description="software-managed buffer, mm^2 per byte")
-    cache: AreaPerByte = Field(description="cache with tags and control (GPU L2), mm^2 per byte")
-
-
 class SramReadEnergy(Record):
     """Read energy of a small and a MB-scale array; log-log in between, flat outside."""
 
@@ -230,12 +227,10 @@ class ProcessNode(Sourced):
     title: str | None = None
     aliases: list[str] = []
     flop_energy: dict[str, EnergyPerFlop] = Field(description="J/FLOP of the matrix datapath by format class")
-    flop_area: dict[str, Area] = Field(description="mm^2 per (FLOP/cycle) of matrix throughput by format class")
-    unit_logic_area: Area = Field(description="mm^2 per compute unit besides matrix unit and local buffer")
-    sram_area: SramArea
+    logic_density: DefectDensity = Field(description="standard-cell logic transistors per mm^2 (the area model's "
+                                                     "logic scaling between nodes)")
+    sram_bitcell: Area = Field(description="high-density 6T SRAM bitcell (the area model's SRAM scaling)")
     sram_read_energy: SramReadEnergy
-    uncore_area: Area
-    io_area: Area
     voltage: VoltageRange
     leakage: LeakageDensity
     clock_energy: EnergyPerArea = Field(description="clock tree and control, J per cycle per mm^2 of unit logic "
@@ -247,7 +242,7 @@ class ProcessNode(Sourced):
     defect_density: DefectDensity
     power_density_limit: PowerDensityLimit
 
-    @field_validator("flop_energy", "flop_area")
+    @field_validator("flop_energy")
     @classmethod
     def _format_classes(cls, v: dict) -> dict:
         return _check_classes(v)
@@ -255,19 +250,6 @@ class ProcessNode(Sourced):
     def energy_per_flop(self, fmt: str) -> float:
         """J per FLOP of the matrix datapath for number format ``fmt`` (any dse.precision name)."""
         return self._lookup(self.flop_energy, fmt, "flop_energy")
-
-    def area_per_flop_cycle(self, fmt: str) -> float:
-        """mm^2 of matrix unit per FLOP/cycle of throughput in format ``fmt``."""
-        return self._lookup(self.flop_area, fmt, "flop_area")
-
-    def matrix_area(self, flops_per_cycle: dict[str, float]) -> float:
-        """mm^2 of one unit's matrix datapath: the most expensive of its formats.
-
-        A multi-format unit shares its multipliers (BF16 : FP8 : FP4 at 1 : 2 : 4
-        per cycle), so it is sized by max_f(FLOPs/cycle_f x area per FLOP/cycle_f)
-        (technology.md "Precision scaling"; est.).
-        """
-        return max((rate * self.area_per_flop_cycle(f) for f, rate in flops_per_cycle.items()), default=0.0)
 
     def sram_energy_per_byte(self, size_bytes):
         """J/B to read an SRAM array of ``size_bytes`` (scalar or numpy array).
@@ -282,12 +264,6 @@ class ProcessNode(Sourced):
         """
         e = self.sram_read_energy
         return sram_read_energy(size_bytes, e.small, e.small_size, e.large, e.large_size)
-
-    def sram_area_per_byte(self, kind: Literal["scratchpad", "cache"] = "scratchpad") -> float:
-        """mm^2 per byte of a scratchpad or a cache."""
-        if kind not in ("scratchpad", "cache"):
-            raise SpecError(unknown_name("SRAM kind", kind, ("scratchpad", "cache")))
-        return getattr(self.sram_area, kind)
 
     def _lookup(self, table: dict[str, float], fmt: str, what: str) -> float:
         cls = format_class(fmt)
@@ -404,6 +380,59 @@ class Packaging(Sourced):
         return self.interposer(name).max_reticles * self.reticle_area
 
 
+
+# ----------------------------------------------------------------- the area model
+
+
+class FittedArea(Record):
+    """One fitted area coefficient: its value, the prior it was fitted against and that prior's source."""
+
+    value: Area
+    prior: Area
+    sigma: PositiveFloat = Field(description="log-normal width of the prior (0.3: about a factor 1.35)")
+    source: str
+
+
+class FittedAreaPerByte(Record):
+    value: AreaPerByte
+    prior: AreaPerByte
+    sigma: PositiveFloat
+    source: str
+
+
+class AreaParameters(Record):
+    """The area model's fitted coefficients, at the reference node (area_model.yaml; dse.model.area)."""
+
+    matrix_tensor_core: FittedArea = Field(description="per BF16-equivalent FLOP/cycle of a tensor core (GPU "
+                                                       "matrix unit fed from registers)")
+    matrix_systolic: FittedArea = Field(description="per BF16-equivalent FLOP/cycle of a systolic array")
+    vector_lane: FittedArea = Field(description="per FP32 FLOP/cycle of vector lanes (SIMD ALUs, SFU share)")
+    unit_control: FittedArea = Field(description="per compute unit: sequencer, scheduler, network-on-chip port")
+    graphics: FittedArea = Field(description="per compute unit of a chip with a graphics pipeline (texture, "
+                                             "ray tracing, raster)")
+    die_overhead: FittedArea = Field(description="per die: command processors, clocking, test, spares")
+    register_file: FittedAreaPerByte = Field(description="per byte of register file (multi-ported banks)")
+    scratchpad: FittedAreaPerByte = Field(description="per byte of software-managed SRAM (shared memory, "
+                                                      "local buffers, SRAM main memory)")
+    cache: FittedAreaPerByte = Field(description="per byte of cache (tags, control, crossbar share)")
+    serdes: FittedArea = Field(description="per GB/s (one direction) of off-package links (PCIe, scale-up)")
+
+
+class AreaModel(Sourced):
+    """The parts-based die-area model's tables (area_model.yaml): fitted coefficients and fixed figures."""
+
+    METADATA: ClassVar[frozenset[str]] = Sourced.METADATA | {"fit", "reference_node"}
+    reference_node: str
+    format_area: dict[str, PositiveFloat] = Field(description="matrix area per FLOP/cycle relative to BF16")
+    die_to_die: Area = Field(description="die-to-die PHY area per TB/s (one direction) of the link")
+    parameters: AreaParameters
+    fit: dict | None = None
+
+    @field_validator("format_area")
+    @classmethod
+    def _format_classes(cls, v: dict) -> dict:
+        return _check_classes(v)
+
 # ----------------------------------------------------------------- the tables
 
 
@@ -423,7 +452,7 @@ class Technology:
     afterwards. ``raw`` keeps the merged YAML data so overrides can chain.
     """
 
-    _TABLES = ("processes", "memories", "packaging")
+    _TABLES = ("processes", "memories", "packaging", "area")
 
     def __init__(self, raw: dict):
         self.raw = raw
@@ -455,6 +484,10 @@ class Technology:
                 self._memory_alias[alias.lower()] = name
         try:
             self.packaging = validate(Packaging, raw["packaging"], ("packaging",))
+        except SpecError as e:
+            problems.extend(e.problems)
+        try:
+            self.area = validate(AreaModel, raw["area"], ("area",))
         except SpecError as e:
             problems.extend(e.problems)
         if problems:
@@ -531,7 +564,7 @@ class Technology:
                 raise SpecError(unknown_name("technology table", table, self._TABLES))
             if not isinstance(changes, dict):
                 raise SpecError(f"technology overrides: {table}: expected a mapping, got {type(changes).__name__}")
-            if table == "packaging":
+            if table in ("packaging", "area"):
                 raw[table] = _merge_record(raw[table], changes)
                 continue
             for name, fields in changes.items():
@@ -587,7 +620,7 @@ def _merge_record(base: dict, changes: dict) -> dict:
             out[key] = {**old, **{name: _merge_record(old[name], v) if name in old and isinstance(v, dict)
                                   else _plain(v) for name, v in value.items()}}
         elif isinstance(value, dict) and isinstance(old, dict):
-            out[key] = {**old, **_plain(value)}
+            out[key] = _deep_merge(old, _plain(value))
             was = sources.get(key)
             sources[key] = f"override of {', '.join(map(str, value))}" + (f"; otherwise: {was}" if was else "")
         else:
@@ -596,6 +629,14 @@ def _merge_record(base: dict, changes: dict) -> dict:
     if isinstance(changes.get("sources"), dict):
         sources.update(_plain(changes["sources"]))
     out["sources"] = sources
+    return out
+
+
+def _deep_merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new`` merged in, mapping by mapping (area_model.yaml's parameters are two levels deep)."""
+    out = dict(old)
+    for k, v in new.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
@@ -613,6 +654,7 @@ def default() -> Technology:
         "processes": load_yaml(TECH_DIR / "processes.yaml")["nodes"],
         "memories": load_yaml(TECH_DIR / "memories.yaml")["memories"],
         "packaging": load_yaml(TECH_DIR / "packaging.yaml"),
+        "area": load_yaml(TECH_DIR / "area_model.yaml"),
     }
     return Technology(raw)
 
@@ -640,6 +682,11 @@ def memory_names() -> list[str]:
 
 def packaging() -> Packaging:
     return default().packaging
+
+
+def area_model() -> AreaModel:
+    """The default tables' parts-based die-area model (area_model.yaml)."""
+    return default().area
 
 
 def overridden(overrides: dict | None) -> Technology:

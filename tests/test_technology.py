@@ -123,43 +123,44 @@ REL_AREA = {"fp32": 4.0, "tf32": 2.0, "bf16": 1, "fp16": 1, "fp8": 0.5, "fp6": 0
 
 
 def test_node_list():
-    assert tech.process_names() == sorted(NODES_OLD_TO_NEW)
+    # plus Samsung 8LPP (GA102) and GF 14LPP (Groq TSP), which the area model scales by their own densities
+    assert tech.process_names() == sorted(NODES_OLD_TO_NEW + ["n8", "n14"])
 
 
 @pytest.mark.parametrize("node", NODES_OLD_TO_NEW)
 def test_format_tables_follow_the_documented_rules(node):
     p = tech.process(node)
-    assert set(p.flop_energy) == set(tech.FORMAT_CLASSES) == set(p.flop_area)
+    assert set(p.flop_energy) == set(tech.FORMAT_CLASSES) == set(tech.area_model().format_area)
     for cls in tech.FORMAT_CLASSES:
         assert p.flop_energy[cls] / p.flop_energy["bf16"] == pytest.approx(REL_ENERGY[cls], rel=1e-9), cls
-        assert p.flop_area[cls] / p.flop_area["bf16"] == pytest.approx(REL_AREA[cls], rel=1e-9), cls
+        assert tech.area_model().format_area[cls] == pytest.approx(REL_AREA[cls], rel=1e-9), cls
 
 
 def test_technology_md_anchors():
-    # technology.md: BF16 FMA 0.5 pJ at N7, 0.35 at N5; static 15%; scratchpad 0.6 / 0.45 mm^2/MiB
+    # technology.md: BF16 FMA 0.5 pJ at N7, 0.35 at N5; SRAM bitcells N16 0.074, N7 0.027, N5 0.021,
+    # N3E 0.021, N2 0.0175 um^2; WikiChip logic densities N7 91.2, N5 171.3 MTr/mm^2
     assert tech.process("n7").energy_per_flop("bf16") == pytest.approx(0.25 * pJ)
     assert tech.process("n5").energy_per_flop("bf16") == pytest.approx(0.175 * pJ)
-    assert tech.process("n7").sram_area.scratchpad * MiB == pytest.approx(0.6)
-    assert tech.process("n5").sram_area.scratchpad * MiB == pytest.approx(0.45)
-    assert tech.process("n7").sram_area.cache * MiB == pytest.approx(2.5)
+    for node, cell in (("n16", 0.074), ("n7", 0.027), ("n5", 0.021), ("n3", 0.021), ("n2", 0.0175)):
+        assert tech.process(node).sram_bitcell == pytest.approx(cell * 1e-6), node  # um^2 -> mm^2
+    assert tech.process("n7").logic_density == pytest.approx(91.2e6)
+    assert tech.process("n5").logic_density == pytest.approx(171.3e6)
     assert tech.process("n5").defect_density == pytest.approx(0.1 / 100)  # /cm^2 -> /mm^2
     assert tech.process("n5").wafer_cost == 16000
-    # TPUv4i: 65,536 BF16 MACs in ~11% of ~400 mm^2 at N7
-    assert 131072 * tech.process("n7").area_per_flop_cycle("bf16") == pytest.approx(0.11 * 400, rel=0.01)
+    # TPUv4i: 65,536 BF16 MACs in ~11% of ~400 mm^2 at N7 (the systolic prior)
+    assert 131072 * tech.area_model().parameters.matrix_systolic.prior == pytest.approx(0.11 * 400, rel=0.01)
     for node in NODES_OLD_TO_NEW:
         p = tech.process(node)
         assert p.voltage.threshold < p.voltage.min <= p.voltage.nominal <= p.voltage.max
         assert p.power_density_limit.air == pytest.approx(0.6) and p.power_density_limit.liquid == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("field", ["energy", "area", "logic", "scratchpad", "cache", "small", "large"])
+@pytest.mark.parametrize("field", ["energy", "logic", "bitcell", "small", "large"])
 def test_newer_nodes_are_not_worse(field):
     get = {
         "energy": lambda p: p.energy_per_flop("bf16"),
-        "area": lambda p: p.area_per_flop_cycle("bf16"),
-        "logic": lambda p: p.unit_logic_area,
-        "scratchpad": lambda p: p.sram_area.scratchpad,
-        "cache": lambda p: p.sram_area.cache,
+        "logic": lambda p: 1.0 / p.logic_density,
+        "bitcell": lambda p: p.sram_bitcell,
         "small": lambda p: p.sram_energy_per_byte(64 * KiB),
         "large": lambda p: p.sram_energy_per_byte(1 * MiB),
     }[field]
@@ -172,7 +173,7 @@ def test_newer_nodes_are_not_worse(field):
 def test_every_precision_format_has_an_energy_and_area(node, fmt):
     p = tech.process(node)
     assert p.energy_per_flop(fmt) > 0
-    assert p.area_per_flop_cycle(fmt) > 0
+    assert tech.area_model().format_area[tech.format_class(fmt)] > 0
 
 
 @pytest.mark.parametrize("fmt,cls", [
@@ -195,15 +196,6 @@ def test_fp8_encodings_cost_the_same_and_fp4_is_cheapest_float():
 def test_unknown_format_is_a_spec_error():
     with pytest.raises(SpecError, match="unknown number format 'fp5'"):
         tech.process("n5").energy_per_flop("fp5")
-
-
-def test_matrix_area_is_the_most_expensive_format():
-    p = tech.process("n5")
-    # H100 SM: BF16 4096, FP8 8192, TF32 2048, INT8 8192 FLOP/cycle -> sized by BF16 (= FP8 = TF32)
-    h100 = {"bf16": 4096, "fp8_e4m3": 8192, "tf32": 2048, "int8": 8192}
-    assert p.matrix_area(h100) == pytest.approx(4096 * p.area_per_flop_cycle("bf16"))
-    assert p.matrix_area({"fp32": 1024}) == pytest.approx(4 * 1024 * p.area_per_flop_cycle("bf16"))
-    assert p.matrix_area({}) == 0.0
 
 
 # ----------------------------------------------------------------- SRAM read energy
@@ -232,19 +224,9 @@ def test_sram_energy_is_vectorized_and_monotone():
     assert isinstance(p.sram_energy_per_byte(4096), float)
 
 
-def test_sram_area_kinds():
-    p = tech.process("n7")
-    assert p.sram_area_per_byte("cache") > p.sram_area_per_byte("scratchpad") == p.sram_area.scratchpad
-    with pytest.raises(SpecError, match="did you mean 'cache'"):
-        p.sram_area_per_byte("cach")
-
-
-# ----------------------------------------------------------------- names and aliases
-
-
 @pytest.mark.parametrize("alias,canonical", [
     ("n4", "n5"), ("n4p", "n5"), ("N4", "n5"), ("4N", "n5"), ("4np", "n5"), ("TSMC N4", "n5"), ("5nm", "n5"),
-    ("n6", "n7"), ("7nm", "n7"), ("n14", "n16"), ("n12", "n16"), ("12nm", "n16"), ("n3e", "n3"), ("n3p", "n3"),
+    ("n6", "n7"), ("7nm", "n7"), ("n14", "n14"), ("gf14", "n14"), ("8lpp", "n8"), ("n12", "n16"), ("12nm", "n16"), ("n3e", "n3"), ("n3p", "n3"),
     ("n3b", "n3"), ("n2", "n2"), ("n28", "n28"), ("28nm", "n28"), ("n40", "n45"),
 ])
 def test_process_aliases(alias, canonical):
@@ -467,25 +449,13 @@ def _die_area(name: str, technology=None) -> float:
     return float(package_area(Chips.from_specs([load_chip(name)]), tech=technology).die_area_mm2[0])
 
 
-@pytest.mark.parametrize("chip,published", [("a100-sxm-80gb", 826), ("h100-sxm", 814), ("v100-sxm2", 815)],
-                         ids=["A100", "H100", "V100"])
-def test_die_area_calibration(chip, published):
-    assert _die_area(chip) == pytest.approx(published, rel=0.10)
-
-
-def test_die_area_calibration_is_tight():
-    # unit_logic_area at N7 / N5 is fitted to A100 / H100 (processes.yaml calibration note 4): 825.5 and
-    # 814.3 mm^2, within 0.5% of the published 826 / 814
-    assert _die_area("a100-sxm-80gb") == pytest.approx(826, rel=0.005)
-    assert _die_area("h100-sxm") == pytest.approx(814, rel=0.005)
-
-
-def test_tpu_v1_cross_check():
-    # not fitted: TPU v1 (28 nm, <= 331 mm^2), 65,536 INT8 MACs, 24 MiB UB + 4 MiB accumulators, 2 DDR3 channels
-    assert 0.85 * 331 <= _die_area("tpu-v1") <= 1.05 * 331
-
-
 def test_die_area_follows_overrides():
-    t2 = tech.overridden({"processes": {"n7": {"unit_logic_area": "5 mm^2"}}})
-    more = 128 * (5 - tech.process("n7").unit_logic_area)  # 128 physical SMs on the A100 die
-    assert _die_area("a100-sxm-80gb", t2) == pytest.approx(_die_area("a100-sxm-80gb") + more)
+    # half the N5 logic density doubles every logic part of H100 (matrix, lanes, control, overhead); the SRAM,
+    # PHY and SerDes parts stay
+    from dse.hardware import Chips, load_chip
+    from dse.model.area import package_area
+
+    t2 = tech.overridden({"processes": {"n5": {"logic_density": f"{tech.process('n5').logic_density / 2} /mm^2"}}})
+    parts = package_area(Chips.from_specs([load_chip("h100-sxm")])).parts
+    logic = parts["matrix"][0] + parts["unit_logic"][0] + parts["uncore"][0]
+    assert _die_area("h100-sxm", t2) == pytest.approx(_die_area("h100-sxm") + logic)

@@ -61,6 +61,12 @@ class Chips:
             if isinstance(v, (int, float)):  # bools too
                 out[k] = float(v)
         out["memory.kind"] = float(MEMORY_CODE[spec.memory_kind])
+        # the area model's organisation of the matrix datapath and the width of the vector lanes (dse.model.area)
+        inst = spec.matrix.instruction
+        array = spec.matrix.array or ("systolic" if inst.m == 1 and inst.n >= 64 and inst.k >= 64 else "tensor_core")
+        out["matrix.systolic"] = float(array == "systolic")
+        fa = technology.area_model().format_area
+        out["tech.vector_lane_area"] = fa[spec.vector.format] / fa["fp32"] if spec.vector is not None else 1.0
         node = technology.process(spec.process)
         e = node.sram_read_energy
         out.update({"tech.sram_small": e.small, "tech.sram_small_size": e.small_size, "tech.sram_large": e.large,

@@ -47,6 +47,10 @@ class InstructionTile(Record):
 
 class MatrixUnit(Record):
     instruction: InstructionTile = InstructionTile()
+    array: Literal["tensor_core", "systolic"] | None = Field(
+        None, description="organisation of the matrix datapath: a tensor core fed from registers, or a "
+                          "weight-stationary systolic array; default: systolic when the instruction streams one "
+                          "row (m = 1) through an array of at least 64 x 64, else tensor_core")
     flops_per_cycle: dict[str, float] = Field(
         description="dense FLOPs per cycle per compute unit, by number format (a MAC counts 2)"
     )
@@ -71,6 +75,9 @@ class MatrixUnit(Record):
 
 class VectorUnit(Record):
     flops_per_cycle: float = Field(gt=0, description="FP32 vector FLOPs per cycle per unit")
+    format: Literal["fp32", "fp16", "bf16"] = Field("fp32", description="number format of the vector lanes "
+                                                                        "(area model: an FP16 lane is a quarter "
+                                                                        "of an FP32 lane)")
     exp_per_cycle: float = Field(gt=0, description="exponentials per cycle per unit (special function unit)")
     source: str | None = None
 
@@ -121,6 +128,8 @@ class Dram(Record):
     kind: Literal["gddr6", "gddr6x", "gddr7", "lpddr4x", "lpddr5", "lpddr5x", "ddr4", "ddr5"]
     bandwidth: Bandwidth
     capacity: Bytes
+    bus_width: Count | None = Field(None, description="data bus width in bits (memory PHYs of the area model); "
+                                                      "default: bandwidth / the kind's default pin rate")
     source: str | None = None
 
 
@@ -226,11 +235,10 @@ class Calibration(Record):
 
 
 class AreaSpec(Record):
-    """Per-chip corrections to the area model, each with its reason (the technology tables hold the defaults)."""
+    """Facts of the die the area model needs beyond the performance figures (no per-chip corrections)."""
 
-    unit_logic: Area | None = Field(None, description="logic area per compute unit (replaces the node's figure)")
-    uncore: Area | None = None
-    io: Area | None = None
+    graphics: bool = Field(False, description="the units carry a graphics pipeline (texture units, ray tracing, "
+                                              "raster: consumer and workstation GPUs)")
     reticle_fields: Count = Field(1, description="reticle fields a die is stitched across (wafer-scale: > 1)")
     notes: str | None = None
     source: str | None = None
@@ -264,6 +272,8 @@ class ChipSpec(Record):
     register_file: BytesOrZero = 0.0
     accumulator: BytesOrZero = 0.0
     l2: BytesOrZero = 0.0
+    l2_physical: Bytes | None = Field(None, description="L2 on the die incl. disabled slices (area model); "
+                                                        "default: l2")
     hbm: Hbm | None = None
     dram: Dram | None = None
     sram: SramMemory | None = None

@@ -34,6 +34,8 @@ from dse.precision import get_format
 RESETS: dict[str, tuple[str, ...]] = {
     # other units, other spares: the area model's spare rule (dse/model/area.py units_physical)
     "units": ("units_physical",),
+    # another L2 is another die: its physical L2 is the L2 asked for (no disabled slices)
+    "l2": ("l2_physical",),
     # a design that asks for n stacks has n stack sites (PHYs, shoreline); the enabled capacity of the
     # base's stacks (H200: 141 of 144 GB) is not that of other stacks: raw = stacks x per-stack
     "hbm.stacks": ("hbm.stack_sites", "hbm.capacity"),
@@ -74,8 +76,8 @@ MEMORY_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
 #: optional inputs a chip may leave out (a default rule stands in: :func:`derive` or the area model), so a
 #: design point may give them whether its base chip does or not
 OPTIONAL_INPUTS = ("units_physical", "tdp", "sram.bank", "power.static", "power.clock", "power.rated_clock",
-                   "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "area.unit_logic",
-                   "area.uncore", "area.io", "hbm.stack_sites", "hbm.capacity")
+                   "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "l2_physical",
+                   "dram.bus_width", "hbm.stack_sites", "hbm.capacity")
 
 #: the links whose rate :func:`derive` computes
 LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")

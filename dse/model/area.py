@@ -254,27 +254,108 @@ def units_physical(units, spare_fraction=DEFAULT_SPARE_FRACTION):
     return u + np.floor(u * s / (1.0 - s) + 1e-9)
 
 
-def _matrix_area(chips, procs: list, tech=None) -> np.ndarray:
-    """mm^2 of one unit's matrix datapath: max over the matrix formats of FLOPs/cycle x area per FLOP/cycle.
+def _area_model(tech=None):
+    return technology.area_model() if tech is None else tech.area
 
-    A format whose rate does not exceed the vector unit's FLOPs/cycle runs on the
-    vector lanes (FP32 GEMMs on a GPU's CUDA cores, an Apple GPU's ALUs, a WSE
-    core's FMAC), whose area is unit logic: it does not size the matrix datapath.
+
+def node_scales(procs, n: int, tech=None) -> tuple[np.ndarray, np.ndarray]:
+    """(L, S) of each point: logic and SRAM area relative to the area model's reference node (N7).
+
+    L = logic_density(reference) / logic_density(node), S = sram_bitcell(node) / sram_bitcell(reference)
+    (processes.yaml: published standard-cell densities and high-density bitcells).
     """
-    n = len(chips)
-    out = np.zeros(n)
+    ref = _process(_area_model(tech).reference_node, tech)
+    logic = _by_name(procs, lambda p: ref.logic_density / _process(p, tech).logic_density, n)
+    sram = _by_name(procs, lambda p: _process(p, tech).sram_bitcell / ref.sram_bitcell, n)
+    return logic, sram
+
+
+def matrix_equivalent(chips, tech=None) -> np.ndarray:
+    """BF16-equivalent FLOPs/cycle of one unit's matrix datapath: max over its formats of rate x format_area.
+
+    Lower precisions share the multipliers of one datapath (a BF16/FP8/FP4 unit at 1 : 2 : 4 is the size
+    of its BF16 part), so the most expensive format sizes it. A format no faster than the vector lanes
+    (FP32 GEMMs on CUDA cores, an Apple GPU's ALUs, a WSE core's FMAC) runs on the lanes: no matrix area.
+    """
+    fa = _area_model(tech).format_area
     vector = chips.get("vector.flops_per_cycle", 0.0)
+    out = np.zeros(len(chips))
     for fmt in chips.formats:
         rate = chips.flops_per_cycle(fmt)
-        per = _by_name(procs, lambda p, f=fmt: _process(p, tech).area_per_flop_cycle(f), n)
-        out = np.maximum(out, np.where(rate > vector, rate * per, 0.0))
+        out = np.maximum(out, np.where(rate > vector, rate * fa[technology.format_class(fmt)], 0.0))
     return out
 
 
-def _override(chips, key: str, node_value: np.ndarray) -> np.ndarray:
-    """A chip's own ``area.*`` figure where it gives one (finite), else the node's (module doc, "Overrides")."""
-    own = chips.get(key, np.nan)
-    return np.where(np.isfinite(own), own, node_value)
+#: the area model's fitted coefficients (area_model.yaml ``parameters``), in the order the fit reports them
+COEFFICIENTS = ("matrix_tensor_core", "matrix_systolic", "vector_lane", "unit_control", "graphics",
+                "die_overhead", "register_file", "scratchpad", "cache", "serdes")
+
+
+def _link_rate(chips, link: str) -> np.ndarray:
+    """Bytes/s one way of a chip's ``link`` in all: lanes x lane rate is one link per peer, a bandwidth the total."""
+    rate = np.nan_to_num(chips.get(f"links.{link}.rate", 0.0))
+    if link == "scale_up":
+        per_peer = np.isfinite(chips.get("links.scale_up.lanes", np.nan)) & ~np.isfinite(
+            chips.get("links.scale_up.bandwidth", np.nan))
+        rate = np.where(per_peer, rate * np.nan_to_num(chips.get("links.scale_up.peers", 1.0), nan=1.0), rate)
+    return rate
+
+
+def area_terms(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple[list, dict[str, np.ndarray]]:
+    """The die's parts as fitted terms and fixed figures (per die, arrays of N).
+
+    Returns ``(terms, fixed)``: ``terms`` is a list of ``(part, coefficient, quantity)``, the part's area
+    being ``coefficient value x quantity`` (quantity already scaled by the node: L for logic, S for SRAM);
+    ``fixed`` maps the parts the fit does not touch (memory PHYs, die-to-die PHY) to mm^2. The fit
+    (:mod:`dse.model.area_fit`) and :func:`package_area` both build the die from these, so the fitted
+    model and the production model are one.
+    """
+    n = len(chips)
+    logic, sram = node_scales(procs, n, tech)
+    am = _area_model(tech)
+    systolic = chips.get("matrix.systolic", 0.0) > 0.5
+    mat = uphys * matrix_equivalent(chips, tech) * logic
+    lanes = chips.get("vector.flops_per_cycle", 0.0) * np.nan_to_num(chips.get("tech.vector_lane_area", 1.0), nan=1.0)
+    graphics = np.nan_to_num(chips.get("area.graphics", 0.0)) > 0.5
+    local_bytes = chips.get("local_buffer") + chips.get("accumulator")
+    kind = chips.get("memory.kind", 0.0)
+    # SRAM main memory the units' local buffers do not already hold (a WSE's 44 GB *is* its cores' 48 kB)
+    sram_main = np.where(kind == 2.0, np.maximum(np.nan_to_num(chips.get("sram.capacity", 0.0)) / dies
+                                                 - uphys * chips.get("local_buffer"), 0.0), 0.0)
+    l2 = chips.get("l2_physical", np.nan)
+    l2 = np.where(np.isfinite(l2), l2, chips.get("l2"))
+    off_package = (_link_rate(chips, "host") + _link_rate(chips, "scale_up")) / dies
+    terms = [
+        ("matrix", "matrix_tensor_core", np.where(systolic, 0.0, mat)),
+        ("matrix", "matrix_systolic", np.where(systolic, mat, 0.0)),
+        ("vector", "vector_lane", uphys * lanes * logic),
+        ("control", "unit_control", uphys * logic),
+        ("graphics", "graphics", np.where(graphics, uphys * logic, 0.0)),
+        ("register_file", "register_file", uphys * chips.get("register_file") * sram),
+        ("local", "scratchpad", uphys * local_bytes * sram),
+        ("sram_memory", "scratchpad", sram_main * sram),
+        ("l2", "cache", l2 * sram),
+        ("io", "serdes", np.where(base, 0.0, off_package / 1e9)),
+        ("uncore", "die_overhead", logic),
+    ]
+
+    # ---- memory PHYs: HBM stack sites; DRAM interfaces from the bus width (base dies carry them: 0 here)
+    phy_area = np.nan_to_num(_by_name(mems, lambda m: _memory(m, tech).phy_area, n))
+    pins = _by_name(mems, lambda m: _memory(m, tech).pins, n)
+    pin_rate = _by_name(mems, lambda m: _memory(m, tech).pin_rate, n)
+    is_hbm = kind == 0.0
+    stacks = np.nan_to_num(np.where(is_hbm, np.fmax(chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan)),
+                                    0.0))
+    bus = chips.get("dram.bus_width", np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bus = np.where(np.isfinite(bus), bus, chips.get("memory.bandwidth", 0.0) / pin_rate)  # pin_rate in B/s
+        dram_ifaces = np.where((kind == 1.0) & (pins > 0), np.ceil(bus / pins - 1e-9), 0.0)
+    interfaces = np.where(is_hbm, stacks, np.nan_to_num(dram_ifaces))
+    phys_per_die = np.where(base, 0.0, np.maximum(np.ceil(interfaces / dies - 1e-9), 0.0))
+    d2d = np.nan_to_num(chips.get("links.die_to_die.rate", 0.0))
+    fixed = {"memory_phy": phys_per_die * phy_area, "die_to_die": d2d / 1e12 * am.die_to_die,
+             "hbm_stacks": stacks}
+    return terms, fixed
 
 
 def reticle_fields(chips) -> np.ndarray:
@@ -284,26 +365,6 @@ def reticle_fields(chips) -> np.ndarray:
     if np.any(f < 1):
         raise SpecError("area.reticle_fields must be >= 1 (a die covers at least one reticle field)")
     return f
-
-
-def unit_area(chips, process=None, tech=None) -> dict[str, np.ndarray]:
-    """Area of one compute unit by part (mm^2, arrays of N): matrix, local, register_file, logic, total.
-
-    ``register_file`` is the unit's whole register file at scratchpad density;
-    ``logic`` is the rest of the unit without it: the chip's ``area.unit_logic``
-    where it gives one, else the node's unit_logic_area less the 256 KiB register
-    file that figure holds (:data:`REFERENCE_REGISTER_FILE`).
-    """
-    procs = per_point(chips, "process", process)
-    n = len(chips)
-    scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
-    node_logic = _by_name(procs, lambda p: _process(p, tech).unit_logic_area, n) - REFERENCE_REGISTER_FILE * scratch
-    logic = _override(chips, "area.unit_logic", node_logic)
-    matrix = _matrix_area(chips, procs, tech)
-    local = (chips.get("local_buffer") + chips.get("accumulator")) * scratch
-    rf = chips.get("register_file") * scratch
-    return {"matrix": matrix, "local": local, "register_file": rf, "logic": logic,
-            "total": matrix + local + rf + logic}
 
 
 def die_outline(area_mm2, aspect=RETICLE_ASPECT):
@@ -375,26 +436,16 @@ def _layouts(dies: np.ndarray, layout) -> list[str]:
     return list(np.where(dies > 2, "base_dies", np.where(dies == 2, "side_by_side", "monolithic")))
 
 
-def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION,
-                 units_physical_=None, aspect=RETICLE_ASPECT, layout=None, tech=None) -> PackageArea:
-    """Die area, outline, HBM shoreline and interposer of each design point (see the module doc).
-
-    ``process`` / ``memory``: node and memory-technology names when ``chips``
-    has no specs (a name or one per point). ``units_physical_`` overrides the
-    physical units per die (else the chips' ``units_physical`` array, else the
-    spare-fraction rule). ``layout`` overrides the default layout by die count.
-    ``tech``: a study's :class:`dse.technology.Technology` (default: the shipped tables).
-    """
+def _setup(chips, process, memory, spare_fraction, units_physical_, layout):
+    """Per-point node and memory names, die counts, layouts and physical units (shared by package_area and the fit)."""
     n = len(chips)
     procs = per_point(chips, "process", process)
     mems = per_point(chips, "memory", memory) if (memory is not None or chips.specs) else _Same(None, n)
     kind = chips.get("memory.kind", 0.0)
     is_hbm = kind == 0.0
-    is_sram = kind == 2.0
     if memory is None and not chips.specs and np.any(is_hbm & (chips.get("hbm.stacks", 0.0) > 0)):
         raise SpecError("the HBM generation of these design points is not known (chips built without specs): "
                         "pass memory='hbm3' (the base chip's hbm.generation)")
-    pkg = _packaging(tech)
     dies = chips.get("dies", 1.0)
     if layout is None:  # by die count, vectorized (_layouts names them)
         base, side = dies > 2, dies == 2
@@ -414,40 +465,42 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         uphys = units_physical(chips["units"], spare_fraction)
     if np.any(uphys < chips["units"]):
         raise SpecError("units_physical must be >= units (the enabled units)")
-    unit = unit_area(chips, procs, tech)
+    return procs, mems, dies, base, side, layouts, uphys
 
-    # ---- per-die parts
-    cache = _by_name(procs, lambda p: _process(p, tech).sram_area.cache, n)
-    scratch = _by_name(procs, lambda p: _process(p, tech).sram_area.scratchpad, n)
-    io = _override(chips, "area.io", _by_name(procs, lambda p: _process(p, tech).io_area, n))
-    uncore = _override(chips, "area.uncore", _by_name(procs, lambda p: _process(p, tech).uncore_area, n))
+
+def design_terms(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION, units_physical_=None,
+                 layout=None, tech=None):
+    """:func:`area_terms` of design points set up as :func:`package_area` does (the area fit's features)."""
+    procs, mems, dies, base, _, _, uphys = _setup(chips, process, memory, spare_fraction, units_physical_, layout)
+    return area_terms(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies, tech=tech)
+
+
+def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPARE_FRACTION,
+                 units_physical_=None, aspect=RETICLE_ASPECT, layout=None, tech=None) -> PackageArea:
+    """Die area, outline, HBM shoreline and interposer of each design point (see the module doc).
+
+    ``process`` / ``memory``: node and memory-technology names when ``chips``
+    has no specs (a name or one per point). ``units_physical_`` overrides the
+    physical units per die (else the chips' ``units_physical`` array, else the
+    spare-fraction rule). ``layout`` overrides the default layout by die count.
+    ``tech``: a study's :class:`dse.technology.Technology` (default: the shipped tables).
+    """
+    n = len(chips)
+    procs, mems, dies, base, side, layouts, uphys = _setup(chips, process, memory, spare_fraction,
+                                                           units_physical_, layout)
+    pkg = _packaging(tech)
+    terms, fixed = area_terms(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies, tech=tech)
+    coef = _area_model(tech).parameters
+    parts = {k: np.zeros(n) for k in ("matrix", "vector", "control", "graphics", "register_file", "local",
+                                      "sram_memory", "l2", "io", "uncore")}
+    for part, name, quantity in terms:
+        parts[part] = parts[part] + getattr(coef, name).value * quantity
+    parts["memory_phy"] = fixed["memory_phy"]
+    parts["io"] = parts["io"] + fixed["die_to_die"]
+    parts["unit_logic"] = parts["vector"] + parts["control"] + parts["graphics"]
+    parts["units"] = parts["matrix"] + parts["unit_logic"] + parts["register_file"] + parts["local"]
+    stacks = fixed["hbm_stacks"]
     fields = reticle_fields(chips)
-    phy_area = _by_name(mems, lambda m: _memory(m, tech).phy_area, n)
-    phy_area = np.nan_to_num(phy_area)
-
-    stacks = np.where(is_hbm, np.fmax(chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan)), 0.0)
-    stacks = np.nan_to_num(stacks)
-    iface_bw = _by_name(mems, lambda m: _memory(m, tech).interface_bandwidth, n)
-    dram = kind == 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dram_ifaces = np.where(dram & (iface_bw > 0), np.ceil(chips.get("memory.bandwidth", 0.0) / iface_bw - 1e-9), 0.0)
-    interfaces = np.where(is_hbm, stacks, np.nan_to_num(dram_ifaces))
-    phys_per_die = np.where(base, 0.0, np.maximum(np.ceil(interfaces / dies - 1e-9), 0.0))
-
-    parts = {
-        "units": uphys * unit["total"],
-        "matrix": uphys * unit["matrix"],
-        "local": uphys * unit["local"],
-        "register_file": uphys * unit["register_file"],
-        "unit_logic": uphys * unit["logic"],
-        "l2": chips.get("l2") * cache,
-        "memory_phy": phys_per_die * phy_area,
-        "io": np.where(base, 0.0, io),
-        "uncore": uncore,
-        # SRAM main memory the units' local buffers do not already hold (a WSE's 44 GB *is* its cores' 48 kB)
-        "sram_memory": np.where(is_sram, np.maximum(chips.get("sram.capacity") / dies
-                                                    - uphys * chips.get("local_buffer"), 0.0) * scratch, 0.0),
-    }
     die = parts["units"] + parts["l2"] + parts["memory_phy"] + parts["io"] + parts["uncore"] + parts["sram_memory"]
     long, short = die_outline(die, aspect)
 
