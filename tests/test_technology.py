@@ -92,7 +92,7 @@ def test_every_row_has_a_source(where, record):
 
 def test_processes_yaml_has_calibration_note():
     note = _raw("processes.yaml")["calibration"]
-    for word in ("A100", "H100", "TPUv4i", "physical"):
+    for word in ("A100", "H100", "area_model.yaml", "leave-one-out"):
         assert word in note
 
 

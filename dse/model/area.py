@@ -3,39 +3,33 @@
 Seed 004 §4.1.3 ("Reticle and packaging"): compute units, memory and
 interfaces share the die; one die cannot exceed the reticle (26 x 33 mm =
 858 mm^2); HBM stacks line the die edges and the interposer carries dies and
-stacks (Figure 4-6). The numbers come from ``dse.technology`` (processes.yaml,
+stacks (Figure 4-6). The numbers come from ``dse.technology`` (area_model.yaml, processes.yaml,
 memories.yaml, packaging.yaml), looked up once per distinct process node and
 memory technology among the design points.
 
-Die area (per die; the resources a chip spec gives are per die except the
-HBM stacks, which are per package and split evenly over the dies)::
+Die area (per die; the resources a chip spec gives are per die except the HBM stacks and the links, which
+are per package and split evenly over the dies) is the sum of its parts, each a fitted coefficient of
+``area_model.yaml`` times a quantity of the chip, scaled from the reference node (N7) by the node's published
+logic density (L) or SRAM bitcell (S) (:func:`area_terms`; the same terms are the fit's features,
+:mod:`dse.model.area_fit`, so the fitted model is the production model)::
 
-    unit   = matrix + (local_buffer + accumulator + register_file) x scratchpad density
-             + unit logic (without the register file)
-    matrix = max over the matrix formats f of FLOPs/cycle_f x area per FLOP/cycle_f
-             (lower precisions share the multipliers of one datapath: a BF16/FP8/FP4
-             unit at 1 : 2 : 4 throughput is the size of its BF16 part, so the area
-             is the most expensive format's, not the sum; technology.md "Precision
-             scaling"). A format no faster than the vector unit (vector.flops_per_cycle)
-             runs on the vector lanes (FP32 GEMMs on CUDA cores, an Apple GPU's ALUs,
-             a WSE core's FMAC): its area is unit logic, not matrix datapath.
-    die    = units_physical x unit + L2 x cache density + memory PHYs x PHY area
-             + I/O + uncore [+ SRAM main memory x scratchpad density]
+    matrix    units x max_f(FLOPs/cycle_f x format_area_f) x (tensor-core | systolic figure) x L
+    vector    units x vector FLOPs/cycle x lane format area x vector-lane figure x L
+    control   units x per-unit figure x L               graphics  units x figure x L (area.graphics)
+    registers units x register file x figure x S        local     units x (local + accumulator) x scratchpad x S
+    SRAM main memory beyond the units' buffers x scratchpad x S
+    L2        physical L2 (l2_physical, else l2) x cache figure x S
+    memory PHYs  HBM stack sites x PHY area; DRAM bus width / interface pins x PHY area (memories.yaml)
+    I/O       off-package link GB/s (host + scale-up) x SerDes figure + die-to-die TB/s x die_to_die
+    uncore    die-overhead figure x L
 
-The unit logic is the node's ``unit_logic_area`` less the 256 KiB register
-file that figure holds (it is fitted to SMs with 256 KiB: :data:`REFERENCE_REGISTER_FILE`),
-so a design with another register file changes the area without counting it
-twice.
-
-Overrides: a chip's ``area:`` section (``area.unit_logic``, ``area.uncore``,
-``area.io`` in :class:`dse.hardware.Chips`; NaN or absent where a chip gives
-none) replaces the node's figure for that chip. ``area.unit_logic`` is the
-logic per unit *without* the register file (the register file is still
-counted at scratchpad density). Each override carries its derivation in the
-chip file: consumer SMs, the B200 SM, CDNA CUs and the WSE core are other
-kinds of unit than the datacenter SM the node tables are fitted to, and the
-disabled L2 slices of a die (dark silicon the ``l2`` field, which the
-performance model reads, does not describe) go into ``area.uncore``.
+A format no faster than the vector lanes (FP32 GEMMs on CUDA cores, an Apple GPU's ALUs, a WSE core's FMAC)
+runs on the lanes: it sizes no matrix datapath. Lower precisions share one datapath (a BF16/FP8/FP4 unit at
+1 : 2 : 4 is the size of its BF16 part), so the most expensive format sizes it. The organisation
+(``matrix.array``: a tensor core fed from registers, or a weight-stationary systolic array) picks the matrix
+figure. No chip carries a per-chip correction: a many-small-core SRAM wafer, a systolic chip and a GPU are the
+same sum. The parts ``unit_logic`` (vector + control + graphics) and ``units`` are kept for the power model
+(clock tree over matrix + unit logic) and the split solver.
 
 SRAM main memory (Groq, Cerebras) is counted beyond what the units' local
 buffers already hold: a wafer-scale engine's 44 GB *is* its cores' 48 kB of
@@ -53,8 +47,9 @@ floor(units x spare / (1 - spare))`` with the default spare fraction :data:`DEFA
 (0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%), unless the caller passes one.
 
 Memory PHYs: HBM counts its stack sites (H100: 6 sites, 5 stacks active);
-DRAM counts interfaces = ceil(bandwidth / interface bandwidth) (an RTX 4090's
-1,008 GB/s of GDDR6X = 12 x32 devices).
+DRAM counts interfaces = ceil(bus width / interface pins), the bus width given
+(``dram.bus_width``) or bandwidth / the kind's default pin rate (an RTX 4090's
+384-bit GDDR6X = 12 x32 devices).
 
 Layouts (how dies and stacks sit on the package; default from the die count):
 
@@ -101,7 +96,11 @@ __all__ = [
     "LAYOUTS",
     "PackageArea",
     "package_area",
-    "unit_area",
+    "area_terms",
+    "design_terms",
+    "node_scales",
+    "matrix_equivalent",
+    "COEFFICIENTS",
     "units_physical",
     "die_outline",
     "stacks_per_edge",
@@ -126,16 +125,6 @@ MI300X: 8 XCDs of ~115 mm^2 on 4 IODs of ~370 mm^2 -> 920 / 1480 = 0.62
 
 BASE_DIE_PROCESS = "n6"
 """Node the base (I/O) dies are costed at: AMD's MI300X / MI355X IODs are N6 (published_chips.yaml)."""
-
-REFERENCE_REGISTER_FILE = 256 * 1024
-"""Register file per unit already inside ``unit_logic_area`` (bytes).
-
-processes.yaml defines unit_logic_area to include the register file and fits it
-to A100 and H100 SMs (256 KiB each; calibration note 4). The area model takes
-this much (at scratchpad density) out of the node figure and counts each unit's
-own register_file instead, so a design that changes the register file changes
-the area without counting it twice.
-"""
 
 LAYOUTS = ("monolithic", "side_by_side", "base_dies")
 

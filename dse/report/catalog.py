@@ -108,9 +108,11 @@ def _modelled(s) -> list[str]:
     pa = area_mod.package_area_for(chips)
     die = float(pa.die_area_mm2[0])
     pub = s.reference.die_area
-    versus = f" (published {pub:g} mm^2: {die / pub - 1:+.1%})" if pub else " (no published figure)"
+    versus = (f" (published {pub:g} mm^2: {die / pub - 1:+.1%}; a label of the area fit, leave-one-out in "
+              f"python -m dse.model.area_fit)" if pub else " (no published figure)")
     out = [f"  modelled die area {die:.1f} mm^2{versus}"]
-    names = (("matrix", "matrix"), ("unit_logic", "unit logic"), ("register_file", "registers"),
+    names = (("matrix", "matrix"), ("vector", "vector lanes"), ("control", "unit control"),
+             ("graphics", "graphics"), ("register_file", "registers"),
              ("local", "local buffers"), ("l2", "L2"), ("memory_phy", "memory PHYs"), ("io", "I/O"),
              ("uncore", "uncore"), ("sram_memory", "SRAM memory"))
     parts = [f"{label} {float(pa.parts[k][0]):.1f}" for k, label in names if float(pa.parts[k][0]) > 0]

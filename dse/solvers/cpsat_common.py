@@ -56,12 +56,14 @@ def status_name(status) -> str:
     return getattr(status, "name", None) or str(status)
 
 
-def new_solver(*, deterministic_s: float, wall_s: float, seed: int) -> cp_model.CpSolver:
+def new_solver(*, deterministic_s: float, wall_s: float, seed: int, presolve: bool = True) -> cp_model.CpSolver:
     """A CP-SAT solver with dse's deterministic settings (module doc): one worker, ``seed``, a limit of
-    ``deterministic_s`` deterministic seconds and ``wall_s`` wall seconds (the safety net)."""
+    ``deterministic_s`` deterministic seconds and ``wall_s`` wall seconds (the safety net); ``presolve=False``
+    for a model CP-SAT's presolve gets wrong (dse.solvers.cpsat_split)."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.num_workers = 1
+    p.cp_model_presolve = bool(presolve)
     p.random_seed = int(seed)
     p.max_deterministic_time = max(float(deterministic_s), 0.0)
     p.max_time_in_seconds = max(float(wall_s), 0.0)

@@ -45,10 +45,11 @@ def test_batch_1_front_answers_batch_1(table):
     hbm = b1[b1["design"].str.startswith("h100")]
     assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
     # ... at about the energy per token of a single HBM GPU (issue 14: SRAM reads at the bank's energy, ~100
-    # chips' leakage over the step; tests/studies/test_worked_studies.py)
+    # chips' leakage over the step; tests/studies/test_worked_studies.py). Within 20%: the leakage follows the
+    # modelled die (issue 16's parts model counts the TSP's 5,120 vector ALUs: 1.13x the GPU's energy)
     ratio = (b1[b1["design"].str.startswith("groq")]["obj.energy_per_token"].min()
              / hbm[hbm["design"] == "h100-sxm x1"]["obj.energy_per_token"].min())
-    assert 0.9 < ratio < 1.1
+    assert 0.8 < ratio < 1.2
     assert any(d.startswith("h100") for d in front["design"])  # the cheap, efficient end of the same front
 
 

@@ -16,6 +16,7 @@ import pytest
 import constraints.tdp as c_tdp
 from dse.errors import InfeasibleError, SpecError
 from dse.evaluate import evaluate_design
+from dse.model import area as area_model
 from dse.model.evaluator import evaluate_arrays
 from dse.hardware import Chips, load_chip, with_overrides
 from dse.solvers.cpsat_split import CONSTRAINTS, design_chips, solve_split, split_data, split_grid
@@ -138,18 +139,23 @@ def test_reticle_too_small_is_named():
     base, mix, space, _ = SPACES["h100-serving"]
     with pytest.raises(InfeasibleError, match="the reticle limit") as err:
         solve_split(base, mix, space, reticle=300.0)
-    assert "490.2 mm^2, the reticle 300.0 mm^2" in str(err.value)
+    # the smallest die of the space, by the area model itself (not the split model's linear sum)
+    small = Chips.from_base(load_chip(base) if isinstance(base, str) else base, 1,
+                            {"units": np.array([80.0]), "local_buffer": np.array([131072.0]),
+                             "l2": np.array([25e6]), "hbm.stacks": np.array([2.0])})
+    want = area_model.package_area(small, process="n4", memory="hbm3").die_area_mm2[0]
+    assert f"{want:.1f} mm^2, the reticle 300.0 mm^2" in str(err.value)
     assert split_grid(base, mix, space, reticle=300.0)["best"] is None
 
 
 def test_a_conflict_of_two_limits_names_both():
     """7-8 stacks need a die of ~1,170 mm^2 of shoreline; the space has such dies, but not within the reticle.
-    (At the H100's 700 W those dies' units at the peak clock also break the TDP: a 1.5 kW limit leaves the
-    reticle and the shoreline as the conflict.)"""
+    (At the H100's 700 W, and still at 1.5 kW, those dies' units at the peak clock also break the TDP: a 2 kW
+    limit leaves the reticle and the shoreline as the conflict.)"""
     base, mix, _, _ = SPACES["h100-serving"]
-    space = DesignSpace((IntParam("units", 100, 260, 20), IntParam("hbm.stacks", 7, 8)))
+    space = DesignSpace((IntParam("units", 100, 340, 20), IntParam("hbm.stacks", 7, 8)))
     with pytest.raises(InfeasibleError, match="reticle and hbm_shoreline together"):
-        solve_split(base, mix, space, tdp=1500.0)
+        solve_split(base, mix, space, tdp=2000.0)
     # at the H100's own 700 W no die of 100+ units holds the peak clock (issue 14's power model: the H100
     # itself throttles on prefill), so the power limit alone is the conflict
     with pytest.raises(InfeasibleError, match="the tdp limit"):
