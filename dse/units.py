@@ -293,3 +293,69 @@ def format_quantity(value: float, dimension: str, digits: int = 4) -> str:
             return f"{value / f:.{digits}g} {sym}"
     f, sym = scales[-1]
     return f"{value / f:.{digits}g} {sym}"
+
+
+#: Units a user writes per dimension, largest first (:func:`format_input` takes the first that reads well).
+_INPUT_UNITS = {
+    "bytes": ("TiB", "GiB", "MiB", "KiB", "TB", "GB", "MB", "kB", "B"),
+    "bandwidth": ("TB/s", "GB/s", "MB/s", "B/s"),
+    "time": ("years", "days", "h", "s", "ms", "us", "ns"),
+    "frequency": ("GHz", "MHz", "Hz"),
+    "power": ("kW", "W", "mW"),
+    "energy": ("J", "mJ", "uJ", "nJ", "pJ"),
+    "energy_per_byte": ("pJ/B", "pJ/bit", "fJ/B"),
+    "energy_per_flop": ("pJ/FLOP", "fJ/FLOP"),
+    "length": ("mm", "um"),
+    "area": ("mm^2",),
+    "flops": ("TFLOP", "GFLOP", "MFLOP", "FLOP"),
+    "flop_rate": ("PFLOP/s", "TFLOP/s", "GFLOP/s", "FLOP/s"),
+    "power_density": ("W/mm^2",),
+    "money": ("$",),
+    "money_per_area": ("$/mm^2",),
+    "money_per_byte": ("$/GB",),
+    "money_per_energy": ("$/kWh",),
+    "voltage": ("V", "mV"),
+    "throughput": ("tokens/s",),
+    "area_per_byte": ("mm^2/MiB",),
+    "bytes_per_area": ("MB/mm^2",),
+    "defect_density": ("/cm^2",),
+    "energy_per_area": ("pJ/mm^2",),
+}
+_SYMBOL = {"byte": "B", "s": "s", "J": "J", "mm": "mm", "flop": "FLOP", "usd": "$", "V": "V"}
+
+
+def _canonical_unit(dim: Dim) -> str:
+    """The canonical unit of a dimension as text that :func:`parse_unit` reads: 'mm^2/B', 'J/FLOP', '/mm^2'."""
+    num = [_SYMBOL[b] + (f"^{e}" if e != 1 else "") for b, e in zip(_BASES, dim) if e > 0]
+    den = [_SYMBOL[b] + (f"^{-e}" if e != -1 else "") for b, e in zip(_BASES, dim) if e < 0]
+    return "*".join(num) + ("/" + "/".join(den) if den else "")
+
+
+def format_input(value: float, dimension: str) -> str:
+    """A quantity as a user writes it in a YAML file or on the command line, e.g. 126144000.0, 'time' ->
+    '4 years'; 0.1 / 3.6e6, 'money_per_energy' -> '0.1 $/kWh'.
+
+    The first (largest) unit of the dimension in which the value is a short number (at most 6 significant
+    digits) of 1 or more that :func:`parse_quantity` reads back as ``value``; else the first unit with a short
+    number below 1; else every digit in the canonical unit. Used by
+    the schema reference for defaults (what the reader may paste into a file).
+    """
+    v = float(value)
+    if dimension not in DIMENSIONS or DIMENSIONS[dimension] == DIMENSIONLESS:
+        return f"{v:.6g}" if math.isclose(float(f"{v:.6g}"), v, rel_tol=1e-9) else repr(v)
+    canonical = _canonical_unit(DIMENSIONS[dimension])
+    units = tuple(u for u in _INPUT_UNITS.get(dimension, ()) if u != canonical) + (canonical,)
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g} {units[-1]}"
+    fits = []  # (text, |number|) of every unit the value reads back exactly in, with a short number
+    for unit in units:
+        x = v / parse_unit(unit)[0]
+        text = f"{x:.6g} {unit}"
+        if "e" not in text.split()[0] and math.isclose(parse_quantity(text, dimension), v, rel_tol=1e-9):
+            fits.append((text, abs(x)))
+    for text, x in fits:  # the largest unit with a number of 1 or more, else the first that fits
+        if x >= 1:
+            return text
+    if fits:
+        return fits[0][0]
+    return f"{v!r} {canonical}"

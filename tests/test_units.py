@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from dse.errors import UnitError
-from dse.units import format_quantity, parse_quantity
+from dse.units import DIMENSIONS, format_input, format_quantity, parse_quantity
 
 
 @pytest.mark.parametrize("text, dim, expected", [
@@ -81,3 +81,27 @@ def test_binary_sizes_show_binary_prefixes():
     for value, text in cases.items():
         assert format_quantity(value, "bytes") == text
         assert parse_quantity(text, "bytes") == value
+
+
+@pytest.mark.parametrize("value, dim, text", [
+    (4 * 365 * 86400.0, "time", "4 years"),            # a year is 365 days (the unit table)
+    (0.10 / 3.6e6, "money_per_energy", "0.1 $/kWh"),  # 1 kWh = 3.6e6 J
+    (2 * 2**30, "bytes", "2 GiB"),                     # a round binary size keeps its binary prefix
+    (80e9, "bytes", "80 GB"),
+    (128.0, "bytes", "128 B"),
+    (0.0, "bytes", "0 B"),
+    (1.0, "power_density", "1 W/mm^2"),
+    (0.5, "dimensionless", "0.5"),
+    (1.83e9, "frequency", "1.83 GHz"),
+])
+def test_format_input_writes_what_a_user_writes(value, dim, text):
+    """The schema reference writes defaults this way (issue 19: '126144000 s' told nobody it is 4 years)."""
+    assert format_input(value, dim) == text
+    assert math.isclose(parse_quantity(text, dim), value, rel_tol=1e-12)
+
+
+@given(st.floats(min_value=1e-15, max_value=1e15, allow_nan=False, allow_infinity=False),
+       st.sampled_from(sorted(DIMENSIONS)))
+def test_format_input_parses_back(x, dim):
+    text = format_input(x, dim)
+    assert math.isclose(parse_quantity(text, dim, allow_bare=True), x, rel_tol=1e-9)

@@ -42,16 +42,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    c = sub.add_parser("catalog", help="table of the catalog chips (peaks, bandwidth, capacity, TDP)")
-    c.add_argument("--format", choices=["text", "markdown", "csv"], default="text")
+    c = sub.add_parser("catalog", help="table of the catalog chips (peaks, bandwidth, capacity, TDP)",
+                       description="Print the chips of the catalog (dse/data/chips) with their peak FLOP/s per "
+                                   "format, memory, bandwidth, capacity, TDP and machine balance (FLOP per byte). "
+                                   "Example: dse catalog --format markdown")
+    c.add_argument("--format", choices=["text", "markdown", "csv"], default="text",
+                   help="output as an aligned table (default), a markdown table or CSV")
     c.set_defaults(func=_cmd_catalog)
 
-    s = sub.add_parser("show", help="every derived figure of one chip")
+    s = sub.add_parser("show", help="every derived figure of one chip",
+                       description="Print every figure of one chip: what its file gives and what is derived from "
+                                   "it (peaks, bandwidth, capacity, energies, power, modelled area and cost), each "
+                                   "with what it is built from. Example: dse show h100-sxm")
     s.add_argument("chip", help="catalog name (see `dse catalog`) or a chip YAML file")
     s.set_defaults(func=_cmd_show)
 
-    v = sub.add_parser("validate", help="check YAML files (chip, workload, study, what-if) and report every problem")
-    v.add_argument("files", nargs="+")
+    v = sub.add_parser("validate", help="check YAML files (chip, workload, study, what-if) and report every problem",
+                       description="Recognise what each file is (a chip, workload, study or what-if YAML, or a "
+                                   "measurements CSV) and validate it with the code that runs it: every problem at "
+                                   "once, located file:line:col (the keys: dse schema). Example: dse validate "
+                                   "studies/qwen3-8b-decode-chip.yaml")
+    v.add_argument("files", nargs="+", help="YAML or CSV files")
     v.set_defaults(func=_cmd_validate)
 
     for register in _EXTRA_COMMANDS:
@@ -68,7 +79,8 @@ def _load_extra_commands() -> None:
 
     if _EXTRA_COMMANDS:
         return
-    for mod in ("dse.cli.eval", "dse.cli.study", "dse.cli.whatif", "dse.cli.calibrate", "dse.cli.serve"):
+    for mod in ("dse.cli.eval", "dse.cli.tiles", "dse.cli.study", "dse.cli.whatif", "dse.cli.calibrate",
+                "dse.cli.serve", "dse.cli.schema"):
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -79,10 +79,53 @@ def _eval(args) -> int:
         ops = df.attrs["operators"]
         if args.calibrated:
             ops = ops.assign(chip=[labels[i] for i in ops["point"]])
-        cols = ["chip", "op", "count", "t_op_s", "t_matrix_s", "t_memory_s", "t_vector_s", "bound"]
         print()
-        print(ops[cols].to_string(index=False))
+        print(breakdown_table(ops))
     return 0
+
+
+def _time(v: float) -> str:
+    return format_quantity(float(v), "time") if v else "0 s"
+
+
+#: The breakdown's columns: header, cell of one operator row.
+_BREAKDOWN = (
+    ("chip", lambda r: str(r.chip)),
+    ("operator", lambda r: str(r.op)),
+    ("count", lambda r: f"{int(r.count)}"),
+    ("time/call", lambda r: _time(r.t_op_s)),
+    ("time/step", lambda r: _time(r.count * r.t_op_s)),
+    ("share", lambda r: f"{r.share:.1%}"),
+    ("matrix/call", lambda r: _time(r.t_matrix_s)),
+    ("memory/call", lambda r: _time(r.t_memory_s)),
+    ("vector/call", lambda r: _time(r.t_vector_s)),
+    ("traffic/call", lambda r: format_quantity(float(r.bytes_memory), "bytes")),
+    ("energy/call", lambda r: format_quantity(float(r.energy), "energy")),
+    ("energy/step", lambda r: format_quantity(float(r.count * r.energy), "energy")),
+    ("bound", lambda r: str(r.bound)),
+)
+
+
+def breakdown_table(ops) -> str:
+    """The per-operator table of `dse eval --breakdown` (``ops``: :meth:`OperatorBreakdown.frame` rows), with units.
+
+    Each operator runs ``count`` times in one step (e.g. once per layer): the ``/call`` columns are one
+    instance, the ``/step`` columns all of them (count x per call); ``share`` is the operator's part of the
+    step's device time (the sum of time/step over the operators of its chip).
+    """
+    step = (ops["count"] * ops["t_op_s"]).groupby(ops["point"]).transform("sum")
+    ops = ops.assign(share=(ops["count"] * ops["t_op_s"]) / step.where(step > 0, 1.0))
+    rows = [[cell(r) for _, cell in _BREAKDOWN] for r in ops.itertuples(index=False)]
+    heads = [h for h, _ in _BREAKDOWN]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+    left = {"chip", "operator", "bound"}
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, heads)).rstrip()
+
+    note = ("per operator: /call is one instance of the operator, /step all `count` instances in one step "
+            "(count x per call, e.g. one per layer); share: of the step's device time")
+    return "\n".join([note, line(heads)] + [line(r) for r in rows])
 
 
 def _with_calibrated(args, workload):
@@ -132,7 +175,12 @@ def _with_calibrated(args, workload):
 
 
 def register(sub) -> None:
-    e = sub.add_parser("eval", help="evaluate catalog chips on one workload (bound time, energy, capacity)")
+    e = sub.add_parser("eval", help="evaluate catalog chips on one workload (bound time, energy, capacity)",
+                       description="Evaluate chips on one workload (a model phase or one GEMM) with the evaluator: "
+                                   "step time and its matrix / memory / vector parts, energy, power, sustained "
+                                   "clock, MFU, capacity and max batch, one column per chip; --breakdown adds the "
+                                   "per-operator table (per call and per step). Example: dse eval --chip h100-sxm "
+                                   "--workload qwen3-8b:decode:batch=1:context=8192 --breakdown")
     e.add_argument("--chip", action="append", required=True, help="catalog name or chip file (repeatable)")
     e.add_argument("--workload", required=True,
                    help="e.g. qwen3-8b:decode:batch=1:context=8192, or one GEMM call gemm:m=1:k=4096:n=4096")

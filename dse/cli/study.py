@@ -93,8 +93,13 @@ def _pareto(args) -> int:
 
 
 def register(sub) -> None:
-    r = sub.add_parser("run", help="run a study (YAML) end to end: search, results, reports")
-    r.add_argument("study")
+    r = sub.add_parser("run", help="run a study (YAML) end to end: search, results, reports",
+                       description="Run a study file: search its design space (Optuna, grid or CP-SAT, as its "
+                                   "solver says), write the results folder (trials, Pareto front, report.md, "
+                                   "report.html, plots) and print the front. A rerun on the same folder resumes. "
+                                   "Keys of the file: dse schema study. Example: dse run "
+                                   "studies/qwen3-8b-decode-chip.yaml --trials 200")
+    r.add_argument("study", help="study YAML file")
     r.add_argument("--trials", type=positive_int, help="number of designs to evaluate (the budget)")
     r.add_argument("--workers", type=positive_int, help="worker processes")
     r.add_argument("--storage", help="Optuna storage URL (default: a journal file in the output folder)")
@@ -103,12 +108,18 @@ def register(sub) -> None:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
-    p = sub.add_parser("report", help="regenerate report.md, plots and report.html of a results folder")
-    p.add_argument("dir")
+    p = sub.add_parser("report", help="regenerate report.md, plots and report.html of a results folder",
+                       description="Regenerate report.md, report.html and plots/*.png of a results folder from "
+                                   "its stored results (no design is evaluated again). Example: dse report "
+                                   "results/qwen3-8b-decode-chip")
+    p.add_argument("dir", help="a results folder written by dse run")
     p.set_defaults(func=_report)
 
-    q = sub.add_parser("pareto", help="print the Pareto front of a results folder over two objectives")
-    q.add_argument("dir")
+    q = sub.add_parser("pareto", help="print the Pareto front of a results folder over two objectives",
+                       description="Print the feasible designs of a results folder that no other design beats on "
+                                   "both of two objectives, with units. Example: dse pareto "
+                                   "results/qwen3-8b-decode-chip --x tpot --y die_area")
+    q.add_argument("dir", help="a results folder written by dse run")
     q.add_argument("--x", help="first objective (default: the study's first)")
     q.add_argument("--y", help="second objective (default: the study's second)")
     q.set_defaults(func=_pareto)

@@ -26,6 +26,8 @@ from dse.spec.types import (
 )
 
 MEMORY_KINDS = ("hbm", "dram", "sram")
+#: The HBM generations a chip's ``hbm.generation`` may name.
+HBM_GENERATIONS = ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4")
 
 
 def _format_names() -> list[str]:
@@ -39,14 +41,15 @@ def _canonical_format(name: str) -> str:
 class InstructionTile(Record):
     """Shape of one matrix instruction, m x n x k (seed 004 §4.2.1)."""
 
-    m: Count = 16
-    n: Count = 16
-    k: Count = 16
+    m: Count = Field(16, description="rows of the output tile one matrix instruction computes")
+    n: Count = Field(16, description="columns of that output tile")
+    k: Count = Field(16, description="reduction depth of one instruction")
     source: str | None = None
 
 
 class MatrixUnit(Record):
-    instruction: InstructionTile = InstructionTile()
+    instruction: InstructionTile = Field(InstructionTile(),
+        description="the shape of the matrix instruction (tiles are whole multiples of it)")
     array: Literal["tensor_core", "systolic"] | None = Field(
         None, description="organisation of the matrix datapath: a tensor core fed from registers, or a "
                           "weight-stationary systolic array; default: systolic when the instruction streams one "
@@ -85,13 +88,14 @@ class VectorUnit(Record):
 class Hbm(Record):
     """HBM stacks (seed 004 §4.1.3): R = pins x rate / 8, C = layers x per-layer."""
 
-    generation: str
-    stacks: Count
-    pins_per_stack: Count = 1024
+    generation: str = Field(
+        description="HBM generation (sets the default pin rate, stack capacity and energy per bit)")
+    stacks: Count = Field(description="active HBM stacks")
+    pins_per_stack: Count = Field(1024, description="data pins per stack")
     pin_rate: Bandwidth = Field(description="per-pin data rate, e.g. '5.24 Gb/s'")
-    layers: Count | None = None
-    capacity_per_layer: Bytes | None = None
-    capacity_per_stack: Bytes | None = None
+    layers: Count | None = Field(None, description="DRAM dies per stack (with capacity_per_layer)")
+    capacity_per_layer: Bytes | None = Field(None, description="capacity of one DRAM die")
+    capacity_per_stack: Bytes | None = Field(None, description="capacity of one stack")
     capacity: Bytes | None = Field(None, description="enabled capacity, when below the raw stacks x per-stack")
     stack_sites: Count | None = Field(None, description="stack positions on the package (H100: 6 sites, 5 active)")
     source: str | None = None
@@ -99,9 +103,8 @@ class Hbm(Record):
     @field_validator("generation")
     @classmethod
     def _gen(cls, v: str) -> str:
-        known = ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4")
-        if v.lower() not in known:
-            raise ValueError(unknown_name("HBM generation", v, known))
+        if v.lower() not in HBM_GENERATIONS:
+            raise ValueError(unknown_name("HBM generation", v, HBM_GENERATIONS))
         return v.lower()
 
     @model_validator(mode="after")
@@ -125,9 +128,10 @@ class Hbm(Record):
 class Dram(Record):
     """Off-package or on-board DRAM given by its headline figures (GDDR, LPDDR, DDR)."""
 
-    kind: Literal["gddr6", "gddr6x", "gddr7", "lpddr4x", "lpddr5", "lpddr5x", "ddr4", "ddr5"]
-    bandwidth: Bandwidth
-    capacity: Bytes
+    kind: Literal["gddr6", "gddr6x", "gddr7", "lpddr4x", "lpddr5", "lpddr5x", "ddr4", "ddr5"] = Field(
+        description="DRAM standard")
+    bandwidth: Bandwidth = Field(description="total bandwidth of the interface")
+    capacity: Bytes = Field(description="total capacity")
     bus_width: Count | None = Field(None, description="data bus width in bits (memory PHYs of the area model); "
                                                       "default: bandwidth / the kind's default pin rate")
     source: str | None = None
@@ -137,7 +141,7 @@ class SramMemory(Record):
     """SRAM as the main memory (Groq LPU, Cerebras WSE): weights live on die."""
 
     capacity: Bytes = Field(description="total on-chip SRAM of the package")
-    bandwidth: Bandwidth
+    bandwidth: Bandwidth = Field(description="bandwidth of the SRAM main memory")
     bank: Bytes | None = Field(None, description="the SRAM array one access reads (a bank, a tile, a core's "
                                                  "memory): its read energy is the main memory's J/B; default "
                                                  "the per-die capacity")
@@ -147,11 +151,11 @@ class SramMemory(Record):
 class Link(Record):
     """A link: T = alpha + V/R (seed 004 §4.5.3); bandwidth per direction."""
 
-    bandwidth: Bandwidth | None = None
-    lanes: Count | None = None
-    lane_rate: Bandwidth | None = None
-    alpha: TimeOrZero = 0.0
-    peers: Count = 1
+    bandwidth: Bandwidth | None = Field(None, description="bytes/s per direction")
+    lanes: Count | None = Field(None, description="lanes (with lane_rate, instead of bandwidth)")
+    lane_rate: Bandwidth | None = Field(None, description="per-lane rate, e.g. '112 Gb/s'")
+    alpha: TimeOrZero = Field(0.0, description="latency per message (T = alpha + V/R)")
+    peers: Count = Field(1, description="chips reachable over the link")
     source: str | None = None
 
     @model_validator(mode="after")
@@ -169,18 +173,21 @@ class Link(Record):
 
 
 class Links(Record):
-    die_to_die: Link | None = None
-    host: Link | None = None
-    scale_up: Link | None = None
+    die_to_die: Link | None = Field(None, description="between the dies of one package")
+    host: Link | None = Field(None, description="to the host (PCIe)")
+    scale_up: Link | None = Field(None, description="to the other chips of a system (NVLink, Infinity Fabric, ICI)")
 
 
 class Energy(Record):
     """Per-chip energy overrides; unset values come from the technology tables."""
 
-    memory: EnergyPerByte | None = None
-    l2: EnergyPerByte | None = None
-    local: EnergyPerByte | None = None
-    flop: dict[str, EnergyPerFlop] | None = None
+    memory: EnergyPerByte | None = Field(None,
+        description="main-memory energy per byte (default: from the memory technology)")
+    l2: EnergyPerByte | None = Field(None, description="L2 energy per byte (default: by its size and the node)")
+    local: EnergyPerByte | None = Field(None,
+        description="local-buffer energy per byte (default: by its size and the node)")
+    flop: dict[str, EnergyPerFlop] | None = Field(None,
+        description="matrix energy per FLOP by number format (default: from the node)")
     source: str | None = None
 
 
@@ -218,7 +225,7 @@ class SystemSpec(Record):
     Capacity, TDP and static power add up over the chips either way.
     """
 
-    chips: Count = 1
+    chips: Count = Field(1, description="chips serving one model together (tensor parallel unless pipeline)")
     pipeline: bool = Field(False, description="split the layers over the chips instead (pipeline parallel): each "
                                               "token passes every chip in turn, one hop per chip boundary")
     source: str | None = None
@@ -227,10 +234,12 @@ class SystemSpec(Record):
 class Calibration(Record):
     """Knobs fitted to measurements; the default is the ideal bound (seed 004 §4.8.3)."""
 
-    compute_efficiency: Fraction = 1.0
-    bandwidth_efficiency: Fraction = 1.0
-    kernel_overhead: TimeOrZero = 0.0
-    step_overhead: TimeOrZero = 0.0
+    compute_efficiency: Fraction = Field(1.0,
+        description="share of the matrix peak reached (fitted by `dse calibrate`)")
+    bandwidth_efficiency: Fraction = Field(1.0, description="share of the memory bandwidth reached")
+    kernel_overhead: TimeOrZero = Field(0.0,
+        description="fixed time per kernel launch (launches overlap device work)")
+    step_overhead: TimeOrZero = Field(0.0, description="fixed time added to every step")
     source: str | None = None
 
 
@@ -254,37 +263,43 @@ class Reference(Record):
 
 
 class ChipSpec(Record):
-    name: str
-    title: str | None = None
-    vendor: str | None = None
-    year: int | None = None
+    name: str = Field(description="the chip's name (catalog names are the file names)")
+    title: str | None = Field(None, description="a long name for reports")
+    vendor: str | None = Field(None, description="the vendor")
+    year: int | None = Field(None, description="year of introduction")
     source: str | None = None
-    process: str = "n5"
-    dies: Count = 1
+    process: str = Field("n5", description="process node (sets logic density, energies, leakage, voltage range)")
+    dies: Count = Field(1, description="compute dies in the package")
     units: Count = Field(description="compute units per die (SMs, CUs, cores)")
     units_physical: Count | None = Field(None, description="units on the die incl. spares for yield (area model); "
                                                            "default: units plus a spare fraction")
-    clock: Frequency
-    tdp: Power | None = None
-    matrix: MatrixUnit
-    vector: VectorUnit | None = None
-    local_buffer: BytesOrZero = 0.0
-    register_file: BytesOrZero = 0.0
-    accumulator: BytesOrZero = 0.0
-    l2: BytesOrZero = 0.0
+    clock: Frequency = Field(description="the clock the peak figures are quoted at")
+    tdp: Power | None = Field(None,
+        description="the module power limit (default: the model's estimate, reported, not imposed)")
+    matrix: MatrixUnit = Field(description="the matrix (tensor) unit of one compute unit")
+    vector: VectorUnit | None = Field(None,
+        description="the vector unit of one compute unit (default: from the technology tables)")
+    local_buffer: BytesOrZero = Field(0.0,
+        description="on-chip buffer per compute unit that holds the tiles (shared memory, SRAM)")
+    register_file: BytesOrZero = Field(0.0,
+        description="register file per compute unit (holds the accumulator tile on GPUs)")
+    accumulator: BytesOrZero = Field(0.0,
+        description="separate accumulator store per compute unit (TPU, TMEM, PSUM); 0: none")
+    l2: BytesOrZero = Field(0.0, description="last-level cache per die")
     l2_physical: Bytes | None = Field(None, description="L2 on the die incl. disabled slices (area model); "
                                                         "default: l2")
-    hbm: Hbm | None = None
-    dram: Dram | None = None
-    sram: SramMemory | None = None
-    memory_system: MemorySystem = MemorySystem()
-    system: SystemSpec = SystemSpec()
-    links: Links = Links()
-    energy: Energy = Energy()
-    power: PowerSpec = PowerSpec()
-    calibration: Calibration = Calibration()
-    area: AreaSpec = AreaSpec()
-    reference: Reference = Reference()
+    hbm: Hbm | None = Field(None, description="HBM main memory")
+    dram: Dram | None = Field(None, description="DRAM main memory (GDDR, LPDDR, DDR)")
+    sram: SramMemory | None = Field(None, description="SRAM main memory (weights on die)")
+    memory_system: MemorySystem = Field(MemorySystem(), description="latency and in-flight limits of the main memory")
+    system: SystemSpec = Field(SystemSpec(), description="chips that serve one model together")
+    links: Links = Field(Links(), description="interconnect links")
+    energy: Energy = Field(Energy(), description="per-chip energy overrides")
+    power: PowerSpec = Field(PowerSpec(), description="static and clock-tree power, voltage scaling")
+    calibration: Calibration = Field(Calibration(),
+        description="efficiency and overhead knobs (default: the ideal bound)")
+    area: AreaSpec = Field(AreaSpec(), description="facts of the die the area model needs (graphics pipeline, reticle fields)")
+    reference: Reference = Field(Reference(), description="published figures, for comparison only")
 
     @model_validator(mode="after")
     def _one_memory(self):

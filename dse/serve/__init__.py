@@ -30,6 +30,10 @@ Example (the shipped fit; TensorRT-LLM measured 15,220 output tokens/s for this 
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
+from dse.serve.entry import serve as _entry
 from dse.serve.knobs import KNOBS_FILE, default_knobs, read_knobs_file, resolve_knobs
 from dse.serve.model import LIMITS, DisaggregatedPoint, ServingPoint, disaggregated, serve, system_chip
 from dse.serve.scenarios import Scenario, evaluate_scenarios, fronts, system_design
@@ -59,3 +63,13 @@ __all__ = [
     "fronts",
     "system_design",
 ]
+
+
+class _CallablePackage(_types.ModuleType):
+    """This package, callable: ``dse.serve(...)`` is :func:`dse.serve.entry.serve` (the checked entry point)."""
+
+    def __call__(self, *args, **kwargs):
+        return _entry(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallablePackage

@@ -62,6 +62,10 @@ quick question), :mod:`dse.whatif.run` (evaluation and comparisons),
 :mod:`dse.whatif.render` (markdown, JSON, PNG).
 """
 
+import sys as _sys
+import types as _types
+
+from dse.whatif.entry import whatif as _entry
 from dse.whatif.render import CLASSES, METRICS, RESOURCES
 from dse.whatif.run import WhatIfResult, design_chips, run_whatif
 from dse.whatif.spec import (
@@ -81,3 +85,13 @@ from dse.whatif.spec import (
 __all__ = ["run_whatif", "load_proposals", "quick_spec", "spec_from_dict", "design_chips", "WhatIfResult",
            "WhatIfSpec", "Design", "TOP_KEYS", "PROPOSAL_KEYS", "BASELINE", "DEFAULT_CONSTRAINTS",
            "EVALUATION_OPTIONS", "ATTENTION_KEYS", "RESOURCES", "CLASSES", "METRICS"]
+
+
+class _CallablePackage(_types.ModuleType):
+    """This package, callable: ``dse.whatif(...)`` is :func:`dse.whatif.entry.whatif` (the checked entry point)."""
+
+    def __call__(self, *args, **kwargs):
+        return _entry(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallablePackage

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from dse.errors import SpecError, unknown_name
 from dse.precision import NumberFormat, get_format, storage_bytes
@@ -54,15 +54,15 @@ class Formats(Record):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
                               arbitrary_types_allowed=True)
 
-    weights: FormatRef = "bf16"
-    activations: FormatRef = "bf16"
-    kv: FormatRef = "bf16"
-    accumulator: FormatRef = "fp32"
-    output: FormatRef = "bf16"
-    embedding: FormatRef | None = None
-    router: FormatRef | None = None
-    norms: FormatRef = "bf16"
-    compute: FormatRef | None = None
+    weights: FormatRef = Field("bf16", description="linear, expert and shared-expert weight matrices")
+    activations: FormatRef = Field("bf16", description="GEMM inputs between operators")
+    kv: FormatRef = Field("bf16", description="the KV cache")
+    accumulator: FormatRef = Field("fp32", description="partial sums and attention scores")
+    output: FormatRef = Field("bf16", description="what GEMMs write")
+    embedding: FormatRef | None = Field(None, description="the embedding table and the LM head (default: as weights)")
+    router: FormatRef | None = Field(None, description="MoE router weights (default: as weights)")
+    norms: FormatRef = Field("bf16", description="norm gammas")
+    compute: FormatRef | None = Field(None, description="force the matrix format (default: the narrower operand)")
 
     def fmt(self, role: str) -> NumberFormat:
         """The NumberFormat of tensor role ``role`` (defaults resolved)."""

@@ -20,30 +20,32 @@ from dse.workload.step import Workload
 class GemmSpec(Record):
     """``{gemm: {m, n, k, batch, count, b, formats}}`` (seed 004 §4.1.1)."""
 
-    name: str | None = None
-    m: Count
-    n: Count
-    k: Count
-    batch: Count = 1
-    count: Count = 1
-    b: Literal["weights", "kv", "activations"] = "weights"
-    role: Literal["linear", "lm_head", "router", "expert", "shared_expert"] = "linear"
-    formats: Formats = Formats()
+    name: str | None = Field(None, description="the operator's name")
+    m: Count = Field(description="rows of A and C")
+    n: Count = Field(description="columns of B and C")
+    k: Count = Field(description="the reduction dimension")
+    batch: Count = Field(1, description="independent GEMMs of this shape in one call")
+    count: Count = Field(1, description="calls per step")
+    b: Literal["weights", "kv", "activations"] = Field("weights",
+        description="what the B operand is (sets its format role and whether it is resident)")
+    role: Literal["linear", "lm_head", "router", "expert", "shared_expert"] = Field("linear",
+        description="what the GEMM is in a model (sets the weights' format role)")
+    formats: Formats = Field(Formats(), description="number formats of the operands (see formats)")
 
 
 class AttentionSpec(Record):
     """``{attention: {heads, kv_heads, head_dim, queries, context, batch, causal, count, formats}}``."""
 
-    name: str | None = None
-    heads: Count
-    kv_heads: Count | None = None
-    head_dim: Count
-    queries: Count = 1
-    context: Count
-    batch: Count = 1
-    causal: bool | None = None
-    count: Count = 1
-    formats: Formats = Formats()
+    name: str | None = Field(None, description="the operators' name prefix")
+    heads: Count = Field(description="query heads")
+    kv_heads: Count | None = Field(None, description="KV heads (GQA; default: heads)")
+    head_dim: Count = Field(description="dimension of one head")
+    queries: Count = Field(1, description="query positions per request")
+    context: Count = Field(description="positions attended per request")
+    batch: Count = Field(1, description="requests")
+    causal: bool | None = Field(None, description="causal mask (default: when queries > 1)")
+    count: Count = Field(1, description="calls per step (layers)")
+    formats: Formats = Field(Formats(), description="number formats (activations, kv, accumulator)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -58,21 +60,21 @@ class AttentionSpec(Record):
 class VectorSpec(Record):
     """``{vector: {name, elements, flops_per_element, exps_per_element, count, formats}}``."""
 
-    name: str
-    kind: Literal["elementwise", "softmax", "norm"] = "elementwise"
-    elements: Count
+    name: str = Field(description="the operator's name")
+    kind: Literal["elementwise", "softmax", "norm"] = Field("elementwise", description="what the vector work is")
+    elements: Count = Field(description="elements processed")
     flops_per_element: float = Field(1.0, ge=0)
     exps_per_element: float = Field(0.0, ge=0)
-    count: Count = 1
-    formats: Formats = Formats()
+    count: Count = Field(1, description="calls per step")
+    formats: Formats = Field(Formats(), description="number formats of input and output")
 
 
 class OpSpec(Record):
     """One entry of an explicit operator list: exactly one of gemm, attention, vector."""
 
-    gemm: GemmSpec | None = None
-    attention: AttentionSpec | None = None
-    vector: VectorSpec | None = None
+    gemm: GemmSpec | None = Field(None, description="a matrix multiplication")
+    attention: AttentionSpec | None = Field(None, description="an attention block (QK, softmax, PV)")
+    vector: VectorSpec | None = Field(None, description="element-wise work")
 
     @model_validator(mode="after")
     def _one(self):
@@ -86,23 +88,26 @@ class WorkloadSpec(Record):
     """A workload in a study (seed 004 §4.8.2), compact or explicit.
 
     Model phase: ``{model: qwen3-8b, phase: decode, batch: 8, context: 8192,
-    formats: {weights: fp8}, workspace: 2 GiB, routing: uniform}``; prefill
+    formats: {weights: fp8}, workspace: 2 GiB, routing: uniform}``; prefill = Field(
+        description="number format of each tensor role (see `formats`)")
     ``{model, phase: prefill, batch, tokens[, cached]}``. Explicit:
     ``{name: qproj, ops: [{gemm: {m: 256, k: 4096, n: 4096}}, {attention: {...}}]}``.
     """
 
-    name: str | None = None
-    model: str | None = None
-    phase: Literal["prefill", "decode"] | None = None
-    batch: Count = 1
-    context: Count | None = None
-    tokens: Count | None = None
-    cached: CountOrZero = 0
+    name: str | None = Field(None, description="the workload's name (default: from the model and phase)")
+    model: str | None = Field(None, description="a shipped model (see above)")
+    phase: Literal["prefill", "decode"] | None = Field(None, description="one prefill or decode step")
+    batch: Count = Field(1, description="requests in the step")
+    context: Count | None = Field(None, description="decode: positions attended per request")
+    tokens: Count | None = Field(None, description="prefill: new tokens per request")
+    cached: CountOrZero = Field(0, description="prefill: tokens already in the KV cache per request")
     formats: Formats = Formats()
-    workspace: BytesOrZero = DEFAULT_WORKSPACE
-    routing: Literal["uniform", "concentrated"] | list[CountOrZero] = "uniform"
-    ops: list[OpSpec] | None = None
-    tokens_per_step: Count | None = None
+    workspace: BytesOrZero = Field(DEFAULT_WORKSPACE, description="memory reserved besides weights and KV cache")
+    routing: Literal["uniform", "concentrated"] | list[CountOrZero] = Field("uniform",
+        description="MoE expert load: uniform, concentrated, or tokens per expert")
+    ops: list[OpSpec] | None = Field(None, description="an explicit operator list instead of model and phase")
+    tokens_per_step: Count | None = Field(None,
+        description="ops workloads: tokens one step produces (for per-token metrics)")
 
     @field_validator("model")
     @classmethod

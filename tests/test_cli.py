@@ -1,0 +1,163 @@
+"""Command-line output (issue 19 items 4, 7): every subcommand's --help says what it does, `dse eval --breakdown`
+shows units and whether a figure is per call or per step, `dse tiles` shows one GEMM's tiles.
+
+Expected figures come from the chips' published numbers (the chip files' headers: H100 SXM 5 HBM3 stacks x
+1024 pins x 5.24 Gb/s / 8 = 3.3536 TB/s; RTX 4090 128 SMs, 165.2 TFLOP/s dense BF16 with FP32 accumulate and
+1008 GB/s, NVIDIA Ada whitepaper), the models' Hugging Face configs (Qwen3-8B: hidden 4096, 36 layers) and the
+wave arithmetic of seed 004 §4.2.1, never from the code that prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+import pytest
+
+from dse.cli import _load_extra_commands, build_parser, main
+from dse.units import parse_quantity
+
+RAW_FLOAT = re.compile(r"\d\.\d+e[-+]\d+")  # 4.885496e-09
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    _load_extra_commands()
+    p = build_parser()
+    return next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_subcommand_has_a_description_and_every_argument_a_help():
+    subs = _subparsers()
+    assert {"catalog", "show", "validate", "eval", "tiles", "run", "report", "pareto", "whatif", "calibrate",
+            "serve", "schema"} <= set(subs)
+    for name, sp in subs.items():
+        assert sp.description and len(sp.description) > 40, name
+        for a in sp._actions:
+            if not isinstance(a, argparse._HelpAction):
+                assert a.help, (name, a.dest)
+
+
+def test_the_description_is_in_the_help_text(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["pareto", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "no other design beats" in " ".join(out.split())
+
+
+# ------------------------------------------------------------------ dse eval --breakdown
+
+
+def _cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_eval_breakdown_has_units_and_says_per_call_and_per_step(capsys):
+    assert main(["eval", "--chip", "h100-sxm", "--workload", "qwen3-8b:decode:batch=1:context=8192",
+                 "--breakdown"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_FLOAT.search(out), RAW_FLOAT.search(out)
+    assert "/call is one instance of the operator" in out and "/step all `count` instances" in out
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("chip") and "time/call" in line)
+    cols = _cells(lines[head])
+    assert cols[:6] == ["chip", "operator", "count", "time/call", "time/step", "share"]
+    rows = {c[1]: dict(zip(cols, c)) for c in map(_cells, lines[head + 1:]) if len(c) == len(cols)}
+    q = rows["q_proj"]
+    assert q["count"] == "36"  # one Q projection per layer, 36 layers (Qwen3-8B config)
+    # batch 1: read the 4096 x 4096 BF16 weights and the 4096-wide BF16 input and output once, at 3.3536 TB/s
+    bytes_q = 4096 * 4096 * 2 + 2 * 4096 * 2
+    assert parse_quantity(q["traffic/call"], "bytes") == pytest.approx(bytes_q, rel=1e-3)
+    t_call = bytes_q / (5 * 1024 * 5.24e9 / 8)
+    assert parse_quantity(q["time/call"], "time") == pytest.approx(t_call, rel=1e-3)
+    assert parse_quantity(q["time/step"], "time") == pytest.approx(36 * t_call, rel=1e-3)
+    assert q["bound"] == "memory"
+    for r in rows.values():  # every time and energy cell carries a unit
+        for c in ("time/call", "time/step", "matrix/call", "memory/call", "vector/call"):
+            assert re.fullmatch(r"[\d.]+ (s|ms|us|ns)", r[c]), (r["operator"], c, r[c])
+        for c in ("energy/call", "energy/step"):
+            assert re.fullmatch(r"[\d.]+ (J|mJ|uJ|nJ|pJ)", r[c]), (r["operator"], c, r[c])
+    shares = [float(r["share"].rstrip("%")) for r in rows.values()]
+    assert sum(shares) == pytest.approx(100, abs=0.05 * len(shares))  # the shares of one step add up
+
+
+# ------------------------------------------------------------------ dse tiles
+
+
+def _tiles_table(out: str) -> dict[str, dict[str, str]]:
+    lines = out.splitlines()
+    names = _cells(lines[1])
+    table: dict[str, dict[str, str]] = {n: {} for n in names}
+    for line in lines[2:]:
+        if not line.strip():
+            break
+        label, rest = line[:30].strip(), line[30:]
+        width = len(rest) // len(names)
+        for i, n in enumerate(names):
+            table[n][label] = rest[i * width:(i + 1) * width].strip()
+    return table
+
+
+def test_tiles_of_the_q_projection_on_the_rtx_4090(capsys):
+    assert main(["tiles", "--chip", "rtx-4090", "--m", "256", "--n", "4096", "--k", "4096", "--format", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_FLOAT.search(out)
+    assert "8.59 GFLOP" in out and "one call of the GEMM" in out  # 2 x 256 x 4096 x 4096
+    t = _tiles_table(out)
+    assert set(t) == {"heuristic", "CP-SAT"}
+    ideal = 2 * 256 * 4096 * 4096 / 165.2e12  # the dense BF16 peak: 52.0 us
+    for name, col in t.items():
+        tm, tn, tk = (int(x) for x in col["tile T_M x T_N x T_K"].split(" x "))
+        split = int(col["split-K"])
+        work = math.ceil(256 / tm) * math.ceil(4096 / tn) * split  # output tiles x split-K (seed 004 §4.2.1)
+        waves = math.ceil(work / 128)  # 128 SMs
+        efficiency = work / (waves * 128)
+        assert col["output tiles x split-K"].endswith(f"= {work}") and col["waves over the units"] == str(waves)
+        assert float(col["wave efficiency (units busy)"].rstrip("%")) == pytest.approx(100 * efficiency, abs=0.05)
+        assert col["sustained clock / peak"] == "100.0%"  # at 450 W this GEMM does not throttle
+        # compute-bound: the peak's time over the busy fraction of the units (no padding: 256 and 4096 are
+        # multiples of the 16 x 8 x 16 instruction)
+        assert parse_quantity(col["time"], "time") == pytest.approx(ideal / efficiency, rel=2e-3), name
+        # memory: A, B and C in BF16 (36 MiB) once at 1008 GB/s, below the matrix time
+        assert col["off-chip traffic"] == "36 MiB"
+        memory = col["matrix / memory / vector"].split(" / ")[1]
+        assert parse_quantity(memory, "time") == pytest.approx(36 * 2**20 / 1008e9, rel=1e-3)
+        assert re.fullmatch(r"[\d.]+ (mJ|uJ|J)", col["energy"])
+    assert t["CP-SAT"]["status"] == "OPTIMAL"
+    h, c = (parse_quantity(t[n]["time"], "time") for n in ("heuristic", "CP-SAT"))
+    assert c <= h  # the optimum of the evaluator's time is never slower than the heuristic's tiles
+    assert c == pytest.approx(ideal, rel=2e-3)  # 16 x 8 instruction tiles: 8192 work items = 64 full waves
+    assert f"CP-SAT vs heuristic: {h / c:.3g}x the speed" in out
+
+
+@pytest.mark.parametrize("solver, shown", [("heuristic", "heuristic"), ("cpsat", "CP-SAT")])
+def test_tiles_one_solver(solver, shown, capsys):
+    assert main(["tiles", "--chip", "h100-sxm", "--m", "1", "--n", "4096", "--k", "4096", "--format", "fp8",
+                 "--solver", solver]) == 0
+    out = capsys.readouterr().out
+    assert _cells(out.splitlines()[1]) == [shown] and "CP-SAT vs" not in out
+    t = _tiles_table(out)[shown]
+    assert t["bound"] == "memory"
+    # M = 1: the 4096 x 4096 FP8 weights (16.8 MB) dominate the traffic, read once at 3.3536 TB/s
+    assert parse_quantity(t["off-chip traffic"], "bytes") == pytest.approx(4096 * 4096 + 2 * 4096 * 2, rel=1e-3)
+    assert parse_quantity(t["time"], "time") == pytest.approx((4096 * 4096 + 2 * 4096 * 2) / 3.3536e12, rel=1e-3)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--format", "fp4"], "did you mean 'nvfp4'"),
+    (["--chip", "h10"], "unknown chip 'h10'"),
+])
+def test_tiles_bad_input_is_one_message(argv, words, capsys):
+    base = {"--chip": "rtx-4090", "--m": "256", "--n": "4096", "--k": "4096", "--format": "bf16"}
+    base.update(dict(zip(argv[::2], argv[1::2])))
+    assert main(["tiles", *[x for kv in base.items() for x in kv]]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_tiles_refuses_a_zero_dimension(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["tiles", "--chip", "rtx-4090", "--m", "0", "--n", "4096", "--k", "4096"])
+    assert e.value.code == 2
+    assert "argument --m: expected an integer >= 1" in capsys.readouterr().err
