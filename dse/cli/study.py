@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
+from dse.errors import StorageError
 from dse.report import regenerate
 from dse.spec.study import load_study
+from dse.storage import mask
 from dse.study import run_study
 from dse.study.results import format_table, pareto_table, read_results
 
@@ -34,6 +37,22 @@ def seed_int(text: str) -> int:
     return n
 
 
+def resume_command(args) -> str:
+    """The `dse run` command line of ``args`` (what resumes the study), with any password masked."""
+    words = ["dse", "run", args.study]
+    for flag in ("trials", "workers", "storage", "seed", "out"):
+        value = getattr(args, flag)
+        if value is not None:
+            words += [f"--{flag}", str(value)]
+    if args.quiet:
+        words.append("--quiet")
+    text = shlex.join(words)
+    masked = mask(text)
+    if masked != text:
+        masked += "   (with the password as before, or in PGPASSWORD / ~/.pgpass and left out of the URL)"
+    return masked
+
+
 def _run(args) -> int:
     spec0 = load_study(args.study, out_given=args.out is not None)
     journal = Path(args.out or spec0.output) / "study.journal"
@@ -41,8 +60,11 @@ def _run(args) -> int:
             and journal.exists() and journal.stat().st_size > 0:
         print(f"resuming the study stored in {journal} (its trials count towards the budget; delete the folder "
               f"or pass --out to start afresh)", file=sys.stderr)
-    table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
-                      out=args.out, progress=not args.quiet)
+    try:
+        table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage,
+                          seed=args.seed, out=args.out, progress=not args.quiet)
+    except StorageError as e:  # say exactly what to run to resume (the password masked: give it as before)
+        raise StorageError(f"{e}\nto resume: {resume_command(args)}") from None
 
     spec = load_study(args.study, out_given=args.out is not None)
     out = args.out or spec.output

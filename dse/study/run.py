@@ -18,6 +18,7 @@ from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
 from dse.spec.study import StudySpec, load_study
+from dse.storage import mask
 from dse.study import cpsat as study_cpsat
 from dse.study.distributed import run_workers
 from dse.study.problem import MetricsLog, catalog_points, design_space, make_problem, results_table
@@ -58,7 +59,8 @@ def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
         "constraints": [{"name": t.name, "unit": t.unit, "params": dict(t.params)} for t in spec.constraints],
         "space": [{"name": e.name, "kind": e.kind, "low": e.low, "high": e.high,
                    "choices": [str(c) for c in e.choices], "unit": e.dimension} for e in spec.space],
-        "solver": {k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers", "storage")},
+        "solver": {**{k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers")},
+                   "storage": None if spec.solver.storage is None else mask(spec.solver.storage)},  # no password
         "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
         "base_chip": spec.base_name,
         "n_trials": int(result.n_evaluated),
