@@ -88,9 +88,12 @@ def _run(args) -> int:
         return 0
     _, meta, _ = read_results(out)
     budget = args.trials or spec.solver.trials
-    if spec.solver.method != "grid" and meta["n_trials"] > budget:
-        print(f"note: the storage holds {meta['n_trials']} trials, more than the budget of {budget} (a journal "
-              f"copied or appended twice, or an earlier run with a larger budget); all of them are in the results",
+    copies = meta.get("stored_copies") or 0
+    if spec.solver.method != "grid" and (meta["n_trials"] > budget or copies):
+        why = (f"{copies} of them are copies of other stored trials: a journal appended twice?" if copies else
+               "a journal copied or appended twice, or an earlier run with a larger budget")
+        more = f"more than the budget of {budget}" if meta["n_trials"] > budget else f"the budget is {budget}"
+        print(f"note: the storage holds {meta['n_trials']} trials, {more} ({why}); all of them are in the results",
               file=sys.stderr)
     front = pareto_table(table, meta)
     print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "

@@ -424,6 +424,7 @@ class OptunaSolver(Solver):
         self.mutation_prob = mutation_prob
         self.unique = bool(unique)
         self.n_resumed = 0
+        self.n_copies = 0  # stored trials identical to another (start time, parameters, values): a journal appended twice
         self.n_redrawn = 0
         self.n_filled = 0
         space = problem.space
@@ -477,12 +478,15 @@ class OptunaSolver(Solver):
         notes = []
         if self.n_resumed:
             notes.append(f"{self.n_resumed:,} trials resumed from storage")
+        if self.n_copies:
+            notes.append(f"{self.n_copies:,} stored trials are copies of others (same start time, parameters and "
+                         f"values: a journal appended twice?)")
         if self.exhausted and self.remaining:
             notes.append(f"every one of the {self._space_size:,} points of the space evaluated, "
                           f"{self.remaining:,} of the budget left unused")
         return self.result(exhaustive=self.exhausted, note="; ".join(notes), info={
             "method": self.method, "batch": self.batch, "population": self.population,
-            "resumed_trials": self.n_resumed, "new_evaluations": self.n_evaluated - self.n_resumed,
+            "resumed_trials": self.n_resumed, "stored_copies": self.n_copies, "new_evaluations": self.n_evaluated - self.n_resumed,
             "redrawn_duplicates": self.n_redrawn, "random_fills": self.n_filled, "exhausted": self.exhausted,
             "storage": None if self.storage_url is None else mask(self.storage_url),
         })
@@ -555,7 +559,8 @@ class OptunaSolver(Solver):
                 F[i] = [float(x) for x in raw["objectives"]]
                 G[i] = [float(x) for x in raw["constraints"]]
         if n > self.budget:
-            self.budget = n  # the storage already holds more than asked: keep them all
+            self.budget = n  # the storage already holds more than asked: keep them all (dse run says so)
+        self.n_copies = n - len({(t.datetime_start, tuple(t.params[k] for k in names), tuple(t.values)) for t in old})
         self._batches.append((params, F, G))
         self.n_evaluated += n
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, InfeasibleError, SpecError
-from dse.fileio import open_no_follow
+from dse.fileio import open_no_follow, remove_stale_temps
 from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
@@ -64,6 +64,7 @@ def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
         "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
         "base_chip": spec.base_name,
         "n_trials": int(result.n_evaluated),
+        "stored_copies": int((getattr(result, "info", None) or {}).get("stored_copies", 0)),
         "n_feasible": int(result.n_feasible),
         "status": result.status,
         "message": result.message,
@@ -152,6 +153,7 @@ def _run_scenarios(spec: StudySpec, *, progress: bool, write: bool) -> pd.DataFr
     table = pd.concat([table, mix], ignore_index=True)
     if write:
         spec.output.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(spec.output, subfolders=())
         atomic_write(spec.output / "scenarios.csv", table.to_csv(index=False))
     if not table["feasible"].any():
         causes = []
@@ -181,6 +183,8 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
     out_dir = spec.output
     lock = OutputLock(out_dir) if s.storage is None else _NoLock()
     with lock:
+        if write:  # a write killed half-way left temp files: gone now (this folder is ours while locked)
+            remove_stale_temps(out_dir)
         storage_url = s.storage or str(out_dir / "study.journal")
         bar = _Progress(s.trials, problem) if progress else None
         if s.method == "grid":
