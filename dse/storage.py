@@ -10,7 +10,7 @@ worker index) goes through :func:`retry`:
 * a *transient* failure (connection refused or lost, a timeout, a locked
   database) is retried up to :data:`ATTEMPTS` times, waiting
   :data:`BASE_DELAY_S`, twice that, ... up to :data:`MAX_DELAY_S` between
-  attempts (with jitter, so many workers do not return at once): about 50 s
+  attempts (with jitter, so many workers do not return at once): 38 to 48 s
   in all, enough for a database restart;
 * any other failure of the storage layer (a refused statement, a journal
   file that cannot be written) is not retried;
@@ -50,7 +50,7 @@ T = TypeVar("T")
 
 #: Attempts per storage operation (the first and the retries).
 ATTEMPTS = 10
-#: Wait before the first retry, doubled each retry up to MAX_DELAY_S (times a jitter in [0.5, 1]).
+#: Wait before the first retry, doubled each retry up to MAX_DELAY_S (times a jitter in [0.8, 1]).
 BASE_DELAY_S = 0.5
 MAX_DELAY_S = 8.0
 
@@ -172,7 +172,7 @@ def delays(attempts: int | None = None, rng: random.Random | None = None) -> lis
     """The waits between ``attempts`` attempts (one fewer than attempts), jittered."""
     n = ATTEMPTS if attempts is None else int(attempts)
     rng = rng or random.Random()
-    return [min(BASE_DELAY_S * 2**i, MAX_DELAY_S) * (0.5 + 0.5 * rng.random()) for i in range(max(n - 1, 0))]
+    return [min(BASE_DELAY_S * 2**i, MAX_DELAY_S) * (0.8 + 0.2 * rng.random()) for i in range(max(n - 1, 0))]
 
 
 def retry(what: str, fn: Callable[[], T], *, url, attempts: int | None = None, quiet: bool = False) -> T:
