@@ -54,6 +54,25 @@ class SolverError(DseError):
     """A solver could not produce an answer (status, budget, empty space)."""
 
 
+class StorageError(DseError):
+    """The study's storage failed: a PostgreSQL or SQLite database unreachable, locked or refusing a write, a
+    journal file that cannot be written (disk full).
+
+    Not the user's file being wrong (that is a :class:`SpecError`): the same command may well work later.
+    Transient failures are retried with bounded backoff first (:mod:`dse.storage`); the trials already stored
+    are kept, and the same command resumes. The CLI exits with :data:`EXIT_STORAGE`, and the message never
+    holds a password (``postgresql://user:***@host/db``).
+    """
+
+
+#: Exit codes of the `dse` command (README: "Errors and exit codes").
+EXIT_OK = 0
+EXIT_CRASH = 1  # a bug: Python's own exit code for an uncaught exception, with its traceback
+EXIT_USER_ERROR = 2  # SpecError, UnitError, InfeasibleError, SolverError, and argparse's usage errors
+EXIT_STORAGE = 3  # StorageError
+EXIT_INTERRUPTED = 130
+
+
 def did_you_mean(name: str, choices) -> str:
     """' (did you mean 'x'?)' for the closest of ``choices``, or '' if none is close."""
     import difflib

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
@@ -12,7 +13,7 @@ from typing import IO, Any
 
 from dse.errors import SpecError
 
-__all__ = ["atomic_write", "confined_path"]
+__all__ = ["atomic_write", "confined_path", "open_no_follow", "remove_stale_temps"]
 
 Writer = Callable[[IO[bytes]], Any]
 
@@ -108,6 +109,31 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Writer, *,
         raise
     _fsync_dir(target.parent)
     return target
+
+
+#: The name of a temp file of :func:`atomic_write`: '.' + the target's name + mkstemp's 8 characters + '.tmp'.
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temps(folder: str | os.PathLike, subfolders=("plots",)) -> list[Path]:
+    """Remove the temp files that a killed :func:`atomic_write` left in ``folder`` (and its ``subfolders``).
+
+    Call it holding the folder's lock (dse.study.run.OutputLock): a temp file of a write still in progress
+    elsewhere looks the same. Only regular files named as atomic_write names them are removed (never a link,
+    never another file). Returns what was removed.
+    """
+    removed = []
+    for d in [Path(folder), *(Path(folder) / s for s in subfolders)]:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if _TEMP_NAME.match(e.name) and e.is_file(follow_symlinks=False):
+                with suppress(OSError):
+                    os.unlink(e.path)
+                    removed.append(Path(e.path))
+    return removed
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -228,6 +228,16 @@ def parse_params(module: ModuleType, raw: Mapping[str, Any] | None, where: str =
 # ------------------------------------------------------------------ bound terms
 
 
+def _rows(metrics: Mapping[str, Any]) -> int | None:
+    """How many designs a metrics table holds (its ``time_s`` column), or None when it cannot say."""
+    try:
+        t = metrics["time_s"]
+    except (KeyError, TypeError, IndexError):
+        return None
+    shape = np.shape(t)
+    return int(shape[0]) if len(shape) == 1 else None
+
+
 @dataclass(frozen=True)
 class Term:
     """One constraint or objective with its parsed parameters, callable on a metrics table."""
@@ -239,7 +249,19 @@ class Term:
 
     def __call__(self, metrics: Mapping[str, Any]) -> np.ndarray:
         fn = getattr(self.module, _FUNCTION[self.kind])
-        return np.asarray(fn(metrics, **self.params), dtype=float)
+        value = fn(metrics, **self.params)
+        # a study's own module may return anything: one clear error instead of a traceback (issue 21)
+        where = f"{self.kind} '{self.name}' ({getattr(self.module, '__file__', None) or self.module.__name__})"
+        try:
+            out = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"{where}: returned {type(value).__name__} values that are not numbers ({e}); "
+                            f"expected one number per design") from None
+        n = _rows(metrics)
+        if n is not None and out.shape != (n,):
+            got = "a single number" if out.ndim == 0 else f"an array of shape {out.shape}"
+            raise SpecError(f"{where}: returned {got}; expected one number per design (an array of {n})")
+        return out
 
     @property
     def unit(self) -> str:

@@ -1,7 +1,9 @@
 """The `dse` command: argument parsing and printing only; the logic lives elsewhere.
 
-Every user mistake ends as one clear message on stderr and exit code 2;
-an interrupt exits 130 after the work done so far is safe.
+Every user mistake ends as one clear message on stderr and exit code 2, a
+storage that keeps failing (dse.errors.StorageError) as one with exit code 3;
+an interrupt exits 130 after the work done so far is safe. Messages never
+show a password (dse.storage.mask). README: "Errors and exit codes".
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ import argparse
 import sys
 
 from dse.cli import validate as validation
-from dse.errors import DseError
+from dse.errors import EXIT_INTERRUPTED, EXIT_STORAGE, EXIT_USER_ERROR, DseError, StorageError
 from dse.report import catalog as catalog_table
-
-EXIT_USER_ERROR = 2
+from dse.storage import mask
 
 
 def _cmd_catalog(args) -> int:
@@ -96,12 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except StorageError as e:
+        print(f"dse: storage error: {mask(e)}", file=sys.stderr)
+        return EXIT_STORAGE
     except DseError as e:
-        print(f"dse: error: {e}", file=sys.stderr)
+        print(f"dse: error: {mask(e)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("dse: interrupted; completed work is saved", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
 

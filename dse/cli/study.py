@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
+from dse.errors import StorageError
 from dse.report import regenerate
 from dse.spec.study import load_study
+from dse.storage import mask
 from dse.study import run_study
 from dse.study.results import format_table, pareto_table, read_results
 
@@ -34,6 +37,22 @@ def seed_int(text: str) -> int:
     return n
 
 
+def resume_command(args) -> str:
+    """The `dse run` command line of ``args`` (what resumes the study), with any password masked."""
+    words = ["dse", "run", args.study]
+    for flag in ("trials", "workers", "storage", "seed", "out"):
+        value = getattr(args, flag)
+        if value is not None:
+            words += [f"--{flag}", str(value)]
+    if args.quiet:
+        words.append("--quiet")
+    text = shlex.join(words)
+    masked = mask(text)
+    if masked != text:
+        masked += "   (with the password as before, or in PGPASSWORD / ~/.pgpass and left out of the URL)"
+    return masked
+
+
 def _run(args) -> int:
     spec0 = load_study(args.study, out_given=args.out is not None)
     journal = Path(args.out or spec0.output) / "study.journal"
@@ -41,8 +60,11 @@ def _run(args) -> int:
             and journal.exists() and journal.stat().st_size > 0:
         print(f"resuming the study stored in {journal} (its trials count towards the budget; delete the folder "
               f"or pass --out to start afresh)", file=sys.stderr)
-    table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage, seed=args.seed,
-                      out=args.out, progress=not args.quiet)
+    try:
+        table = run_study(args.study, trials=args.trials, workers=args.workers, storage=args.storage,
+                          seed=args.seed, out=args.out, progress=not args.quiet)
+    except StorageError as e:  # say exactly what to run to resume (the password masked: give it as before)
+        raise StorageError(f"{e}\nto resume: {resume_command(args)}") from None
 
     spec = load_study(args.study, out_given=args.out is not None)
     out = args.out or spec.output
@@ -66,9 +88,12 @@ def _run(args) -> int:
         return 0
     _, meta, _ = read_results(out)
     budget = args.trials or spec.solver.trials
-    if spec.solver.method != "grid" and meta["n_trials"] > budget:
-        print(f"note: the storage holds {meta['n_trials']} trials, more than the budget of {budget} (a journal "
-              f"copied or appended twice, or an earlier run with a larger budget); all of them are in the results",
+    copies = meta.get("stored_copies") or 0
+    if spec.solver.method != "grid" and (meta["n_trials"] > budget or copies):
+        why = (f"{copies} of them are copies of other stored trials: a journal appended twice?" if copies else
+               "a journal copied or appended twice, or an earlier run with a larger budget")
+        more = f"more than the budget of {budget}" if meta["n_trials"] > budget else f"the budget is {budget}"
+        print(f"note: the storage holds {meta['n_trials']} trials, {more} ({why}); all of them are in the results",
               file=sys.stderr)
     front = pareto_table(table, meta)
     print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "

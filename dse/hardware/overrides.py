@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dse import technology
 from dse.errors import SpecError
 from dse.hardware.chips import Chips
@@ -41,6 +43,8 @@ def with_overrides(spec: ChipSpec, overrides: dict[str, object]) -> ChipSpec:
                 factor = float(value.strip()[1:])
             except ValueError:
                 raise SpecError(f"{key}: expected a value or a multiplier like 'x2', got {value!r}") from None
+            if not math.isfinite(factor) or factor <= 0:  # issue 21: 'xnan' passed and changed nothing
+                raise SpecError(f"{key}: a multiplier must be a finite number > 0 (like 'x2' or 'x0.5'), got {value!r}")
             cur = base.get(key)
             if not isinstance(cur, (int, float)) or isinstance(cur, bool):
                 raise SpecError(f"{key}: cannot scale {cur!r} by {value!r}")

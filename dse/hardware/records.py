@@ -301,12 +301,34 @@ class ChipSpec(Record):
     area: AreaSpec = Field(AreaSpec(), description="facts of the die the area model needs (graphics pipeline, reticle fields)")
     reference: Reference = Field(Reference(), description="published figures, for comparison only")
 
+    @field_validator("process")
+    @classmethod
+    def _known_process(cls, v: str) -> str:
+        """A node of the technology table (issue 21: `process: n1` validated, then failed in `dse eval`)."""
+        from dse import technology
+
+        try:
+            technology.process(v)
+        except SpecError as e:
+            raise ValueError(str(e)) from None
+        return v
+
     @model_validator(mode="after")
     def _one_memory(self):
         given = [k for k in MEMORY_KINDS if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one main memory (hbm, dram or sram), got {given or 'none'}")
         return self
+
+    @field_validator("units_physical")
+    @classmethod
+    def _spares(cls, v, info):
+        """The area model counts units_physical >= units (the fuzzer of issue 21: 216 enabled units on a die of
+        128 validated, then failed in `dse eval`)."""
+        units = info.data.get("units")
+        if v is not None and units is not None and v < units:
+            raise ValueError(f"must be >= units ({units}): the units on the die include the enabled ones")
+        return v
 
     # ---- derived figures (scalar; the vectorized twins live on Chips) ----
     @property

@@ -375,8 +375,12 @@ def journal_storage(path: str | Path) -> tuple:
 
 
 def rdb_storage(url: str):
-    """``RDBStorage(url)`` without heartbeat (dse never leaves a trial RUNNING in a shared storage)."""
-    return optuna.storages.RDBStorage(url, heartbeat_interval=None)
+    """``RDBStorage(url)`` without heartbeat (dse never leaves a trial RUNNING in a shared storage).
+
+    ``pool_pre_ping``: a pooled connection is checked before use, so after a database restart the pool
+    reconnects instead of failing once per stale connection (dse.storage retries what still fails).
+    """
+    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True}, heartbeat_interval=None)
 
 
 def rdb_engine(storage):

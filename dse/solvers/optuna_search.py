@@ -104,11 +104,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from dse.errors import SolverError, SpecError
+from dse.errors import DseError, SolverError, SpecError, StorageError
 from dse.solvers import optuna_compat as compat
 from dse.solvers.base import Solver
 from dse.solvers.optuna_compat import FlockLock, JournalFile, repair_journal_tail  # noqa: F401 (re-exported)
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
+from dse.storage import classify, mask, retry
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -262,10 +263,12 @@ def _open(storage: str | Path | None):
     if s.endswith(".db") and "://" not in s:
         Path(s).parent.mkdir(parents=True, exist_ok=True)
         s = f"sqlite:///{Path(s).resolve()}"
-    try:
-        return compat.rdb_storage(s), None
-    except Exception as e:  # bad URL, server down, missing driver
-        raise SpecError(f"storage {storage!r}: cannot open: {e}") from None
+    try:  # a server down or a locked database: retried, then a StorageError (dse.storage)
+        return retry("opening the storage", lambda: compat.rdb_storage(s), url=storage), None
+    except DseError:
+        raise
+    except Exception as e:  # a malformed URL, a missing driver
+        raise SpecError(f"storage {mask(storage)!r}: cannot open: {mask(e)}") from None
 
 
 def open_storage(storage: str | Path | None):
@@ -421,6 +424,7 @@ class OptunaSolver(Solver):
         self.mutation_prob = mutation_prob
         self.unique = bool(unique)
         self.n_resumed = 0
+        self.n_copies = 0  # stored trials identical to another (start time, parameters, values): a journal appended twice
         self.n_redrawn = 0
         self.n_filled = 0
         space = problem.space
@@ -440,8 +444,9 @@ class OptunaSolver(Solver):
         mem = optuna.create_study(directions=list(prob.directions), sampler=sampler)
         disk = self._open_disk()
         seen: set[tuple] = set()
+        self._storage_failed = False
         if disk is not None:
-            old = self._load(disk, dists)
+            old = self._retry("reading the stored trials", lambda: self._load(disk, dists))
             if old:
                 mem.add_trials(old)
                 self._record_stored(old, names)
@@ -463,39 +468,61 @@ class OptunaSolver(Solver):
                 with deferred_sigint():
                     self._tell(mem, trials, F, G)
                     if disk is not None:
-                        self._append(disk, mem)
+                        self._store(disk, mem)
                 if self.progress is not None:
                     self.progress(len(trials), self)
         finally:
-            if disk is not None:
-                self._append(disk, mem)  # told but not yet appended (nothing is lost)
+            if disk is not None and not self._storage_failed:
+                self._store(disk, mem)  # told but not yet appended (nothing is lost)
         self.exhausted = self._space_size is not None and len(seen) >= self._space_size
         notes = []
         if self.n_resumed:
             notes.append(f"{self.n_resumed:,} trials resumed from storage")
+        if self.n_copies:
+            notes.append(f"{self.n_copies:,} stored trials are copies of others (same start time, parameters and "
+                         f"values: a journal appended twice?)")
         if self.exhausted and self.remaining:
             notes.append(f"every one of the {self._space_size:,} points of the space evaluated, "
                           f"{self.remaining:,} of the budget left unused")
         return self.result(exhaustive=self.exhausted, note="; ".join(notes), info={
             "method": self.method, "batch": self.batch, "population": self.population,
-            "resumed_trials": self.n_resumed, "new_evaluations": self.n_evaluated - self.n_resumed,
-            "redrawn_duplicates": self.n_redrawn, "random_fills": self.n_filled, "exhausted": self.exhausted, "storage": None if self.storage_url is None else str(self.storage_url),
+            "resumed_trials": self.n_resumed, "stored_copies": self.n_copies, "new_evaluations": self.n_evaluated - self.n_resumed,
+            "redrawn_duplicates": self.n_redrawn, "random_fills": self.n_filled, "exhausted": self.exhausted,
+            "storage": None if self.storage_url is None else mask(self.storage_url),
         })
 
     # ------------------------------------------------------- storage side
+
+    def _retry(self, what: str, fn):
+        """``fn()`` with the storage's failures retried (dse.storage.retry), then a StorageError."""
+        return retry(what, fn, url=self.storage_url)
+
+    def _store(self, disk, mem) -> None:
+        """:meth:`_append`, retried as a whole on a storage failure (it resumes after the last trial stored)."""
+        try:
+            self._retry("appending trials", lambda: self._append(disk, mem))
+        except StorageError:
+            self._storage_failed = True  # the final append of run() is not tried again
+            raise
 
     def _open_disk(self):
         durable, self._journal = _open(self.storage_url)
         if durable is None:
             return None
+        return self._retry("opening the study", lambda: self._study_on(durable))
+
+    def _study_on(self, durable):
         prob = self.problem
+        where = mask(self.storage_url)
         try:
             disk = optuna.create_study(storage=durable, study_name=self.study_name,
                                        directions=list(prob.directions), load_if_exists=True)
         except Exception as e:  # e.g. a storage made by another Optuna version
-            raise SpecError(f"storage {self.storage_url!s}: cannot open study '{self.study_name}': {e}") from None
+            if classify(e) is not None:
+                raise  # the storage failed (retried by the caller)
+            raise SpecError(f"storage {where}: cannot open study '{self.study_name}': {mask(e)}") from None
         if [d.name.lower() for d in disk.directions] != list(prob.directions):
-            raise SpecError(f"storage {self.storage_url!s} already holds study '{self.study_name}' with other "
+            raise SpecError(f"storage {where} already holds study '{self.study_name}' with other "
                             f"objective directions; use another --out or --storage")
         here = {"params": list(prob.space.names), "objectives": list(prob.objective_names),
                 "constraints": list(prob.constraint_names)}
@@ -504,7 +531,7 @@ class OptunaSolver(Solver):
             disk.set_user_attr(NAMES_KEY, here)
         elif there != here:
             diff = [f"{k}: stored {there.get(k)} vs now {v}" for k, v in here.items() if there.get(k) != v]
-            raise SpecError(f"storage {self.storage_url!s} already holds study '{self.study_name}' for another "
+            raise SpecError(f"storage {where} already holds study '{self.study_name}' for another "
                             f"problem ({'; '.join(diff)}); use another --out or --storage")
         compat.set_metric_names(disk, prob.objective_names)  # shown by optuna-dashboard and study.metric_names
         return disk
@@ -513,7 +540,7 @@ class OptunaSolver(Solver):
         old = disk.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         for t in old:
             if t.distributions != dists:
-                raise SpecError(f"storage {self.storage_url!s}: trial {t.number} of study '{self.study_name}' was "
+                raise SpecError(f"storage {mask(self.storage_url)}: trial {t.number} of study '{self.study_name}' was "
                                 f"run on another design space; use another --out or --storage")
         return old
 
@@ -532,7 +559,8 @@ class OptunaSolver(Solver):
                 F[i] = [float(x) for x in raw["objectives"]]
                 G[i] = [float(x) for x in raw["constraints"]]
         if n > self.budget:
-            self.budget = n  # the storage already holds more than asked: keep them all
+            self.budget = n  # the storage already holds more than asked: keep them all (dse run says so)
+        self.n_copies = n - len({(t.datetime_start, tuple(t.params[k] for k in names), tuple(t.values)) for t in old})
         self._batches.append((params, F, G))
         self.n_evaluated += n
 

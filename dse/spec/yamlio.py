@@ -151,8 +151,14 @@ def load_yaml_text(text: str, file: str = "<string>"):
         where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
         what = " ".join(x for x in (e.context, e.problem) if x)
         raise SpecError(f"{where}: malformed YAML: {what}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow (NUL, a control code): at its place
+        pos = max(int(e.position), 0)
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        what = f"unacceptable character #x{e.character:04x}" if isinstance(e.character, int) else str(e.reason)
+        raise SpecError(f"{file}:{line}:{col}: malformed YAML: {what}: {e.reason}") from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{file}: malformed YAML: {e}") from None
+        raise SpecError(f"{file}: malformed YAML: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     except RecursionError:
         raise SpecError(f"{file}: YAML nested too deeply") from None
     if data is None:

@@ -50,16 +50,20 @@ import time
 import traceback
 from pathlib import Path
 
-from dse.errors import DseError, SolverError, SpecError
+from dse.errors import DseError, SolverError, SpecError, StorageError
 from dse.fileio import open_no_follow
 from dse.solvers import optuna_compat as compat
 from dse.solvers.optuna_search import OptunaSolver, open_storage
 from dse.spec.study import SolverSettings, load_study
+from dse.storage import classify, mask, retry
 from dse.study.problem import make_problem
 import dse.errors as errors
 
 WORKER_INDEX_ATTR = "dse:next_worker_index"
 POLL_S = 0.25
+#: The environment variable that hands a worker its job (study, settings, storage URL): not the command line,
+#: which every user of the machine can read (`ps`), and a storage URL may hold a password (issue 21).
+PAYLOAD_ENV = "DSE_WORKER_PAYLOAD"
 
 # ------------------------------------------------------------ what a storage URL names
 
@@ -107,12 +111,19 @@ class SharedBudget:
         self.parent_pid = parent_pid
         self.kind, self.path = storage_kind(self.url)
         if self.kind == "other":
-            raise SpecError(f"storage {self.url!r}: several workers or machines need PostgreSQL "
+            raise SpecError(f"storage {mask(self.url)!r}: several workers or machines need PostgreSQL "
                             f"(postgresql+psycopg2://user:pass@host/db), a SQLite file or a journal file")
         self._engine = None
-        with self.lock(key="dse:open-storage"):  # Optuna's first open creates the schema: one process at a time
-            self.storage = open_storage(self.url)
         self._study_id: int | None = None
+
+        def opened():
+            with self.lock(key="dse:open-storage"):  # Optuna's first open creates the schema: one at a time
+                return open_storage(self.url)
+
+        self.storage = self._retry("opening the storage", opened)
+
+    def _retry(self, what: str, fn):
+        return retry(what, fn, url=self.url)
 
     # -- the storage-wide lock
 
@@ -150,33 +161,42 @@ class SharedBudget:
             from sqlalchemy.pool import NullPool
 
             try:
-                self._engine = sqlalchemy.create_engine(self.url, poolclass=NullPool)
+                self._engine = sqlalchemy.create_engine(self.url, poolclass=NullPool, pool_pre_ping=True)
                 self._engine.connect().close()
-            except Exception as e:  # bad URL, server down, missing driver
-                raise SpecError(f"storage {self.url!r}: cannot open: {e}") from None
+            except Exception as e:  # a server down (retried by the caller), a bad URL, a missing driver
+                if classify(e) is not None:
+                    raise
+                self._engine = None
+                raise SpecError(f"storage {mask(self.url)!r}: cannot open: {mask(e)}") from None
         return self._engine
 
     # -- reading
 
     def study_id(self) -> int:
         if self._study_id is None:
-            self._study_id = self.storage.get_study_id_from_name(self.study_name)
+            self._study_id = self._retry("reading the study", lambda: self.storage.get_study_id_from_name(
+                self.study_name))
         return self._study_id
 
     def complete(self) -> int:
         """How many COMPLETE trials the storage holds (a COUNT query on an RDB)."""
-        return compat.count_complete(self.storage, self.study_id())
+        return self._retry("counting the stored trials",
+                           lambda: compat.count_complete(self.storage, self.study_id()))
 
     def next_worker_index(self) -> int:
         """The index the next worker will claim (how many have claimed one so far)."""
-        return int(compat.study_system_attr(self.storage, self.study_id(), WORKER_INDEX_ATTR, 0))
+        return self._retry("reading the worker index", lambda: int(compat.study_system_attr(
+            self.storage, self.study_id(), WORKER_INDEX_ATTR, 0)))
 
     def claim_worker_index(self) -> int:
         """A worker index unique in this storage (0, 1, 2, ... over every machine and rerun)."""
-        with self.lock():
-            index = self.next_worker_index()
-            compat.set_study_system_attr(self.storage, self.study_id(), WORKER_INDEX_ATTR, index + 1)
-        return index
+        def claim():
+            with self.lock():
+                index = self.next_worker_index()
+                compat.set_study_system_attr(self.storage, self.study_id(), WORKER_INDEX_ATTR, index + 1)
+            return index
+
+        return self._retry("claiming a worker index", claim)
 
     # -- writing
 
@@ -192,11 +212,15 @@ class SharedBudget:
     def __call__(self, study, trials) -> int:
         """Append ``trials`` (finished, in order) to ``study`` up to the budget; return how many."""
         trials = list(trials)
-        with self.room() as room:
-            take = trials[:room]
-            if take:
-                study.add_trials(take)
-        return len(take)
+
+        def append():
+            with self.room() as room:
+                take = trials[:room]
+                if take:
+                    study.add_trials(take)
+            return len(take)
+
+        return self._retry("appending trials", append)
 
 
 class _Limited:
@@ -272,14 +296,16 @@ def _worker_main(payload: dict) -> tuple[str, str]:
 
 
 def worker_cli() -> None:
-    """Entry of a worker process: ``python -c 'from dse.study.distributed import worker_cli; worker_cli()' JSON``.
+    """Entry of a worker process: ``python -P -c 'from dse.study.distributed import worker_cli; worker_cli()'``.
 
     A fresh interpreter (like multiprocessing's spawn, without re-importing
     the caller's ``__main__``, so ``run_study(workers=4)`` works from any
-    script). The outcome goes back as one JSON line on the pipe ``result_fd``.
+    script). The job comes in the environment variable :data:`PAYLOAD_ENV`
+    (never on the command line: the storage URL may hold a password), the
+    outcome goes back as one JSON line on the pipe ``result_fd``.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the coordinator, which stops the workers
-    payload = json.loads(sys.argv[1])
+    payload = json.loads(os.environ.pop(PAYLOAD_ENV))
     kind, message = _worker_main(payload)
     with os.fdopen(payload["result_fd"], "w") as f:
         f.write(json.dumps([kind, message]) + "\n")
@@ -293,8 +319,10 @@ def _start_worker(payload: dict) -> tuple[subprocess.Popen, int]:
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # -P: no current folder (or script folder) on sys.path, so a yaml.py or optuna.py where `dse run` was
     # started is never imported by a worker (issue 21); dse itself comes from PYTHONPATH above
-    cmd = [sys.executable, "-P", "-c", "from dse.study.distributed import worker_cli; worker_cli()",
-           json.dumps({**payload, "result_fd": write})]
+    # the job (with the storage URL, which may hold a password) in the environment, readable only by this
+    # user, not on the command line, which `ps` shows to everyone (issue 21)
+    env[PAYLOAD_ENV] = json.dumps({**payload, "result_fd": write})
+    cmd = [sys.executable, "-P", "-c", "from dse.study.distributed import worker_cli; worker_cli()"]
     try:
         proc = subprocess.Popen(cmd, pass_fds=(write,), env=env)
     except BaseException:
@@ -337,11 +365,16 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
 
     s = spec.solver
     budget = SharedBudget(storage_url, spec.name, s.trials)
-    try:  # made here, once, so that the workers only load it
-        optuna.create_study(storage=budget.storage, study_name=spec.name,
-                            directions=[t.direction for t in spec.objectives], load_if_exists=True)
-    except Exception as e:
-        raise SpecError(f"storage {storage_url}: cannot open study '{spec.name}': {e}") from None
+    def create():
+        try:  # made here, once, so that the workers only load it
+            optuna.create_study(storage=budget.storage, study_name=spec.name,
+                                directions=[t.direction for t in spec.objectives], load_if_exists=True)
+        except Exception as e:
+            if classify(e) is not None:
+                raise  # the storage failed: retried
+            raise SpecError(f"storage {mask(storage_url)}: cannot open study '{spec.name}': {mask(e)}") from None
+
+    retry("opening the study", create, url=storage_url)
     done = budget.complete()
     remaining = s.trials - done
     if remaining <= 0:
@@ -376,17 +409,19 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
         bar.refresh()
     for i, code, msg in outcomes:
         if msg and msg[0] not in ("ok", "bug"):
+            if msg[0] == StorageError.__name__ and done >= s.trials:
+                continue  # its storage failed, the others completed the budget: a warning below
             cls = getattr(errors, msg[0], None)
-            raise (cls if isinstance(cls, type) and issubclass(cls, DseError) else SolverError)(msg[1])
+            raise (cls if isinstance(cls, type) and issubclass(cls, DseError) else SolverError)(mask(msg[1]))
     died = [f"worker {i} " + (f"was killed by {_signal_name(code)}" if code < 0
                               else f"failed: {msg[1]}" if msg else f"exited with code {code}")
             for i, code, msg in outcomes if not (msg and msg[0] == "ok")]
     bugs = [f"worker {i}: {msg[1]}" for i, _, msg in outcomes if msg and msg[0] == "bug"]
     if bugs and done < s.trials:  # not a user mistake: no DseError, so the CLI shows it as a crash
-        raise RuntimeError(f"dse worker crashed (traceback above): {'; '.join(bugs)}")
+        raise RuntimeError(mask(f"dse worker crashed (traceback above): {'; '.join(bugs)}"))
     if done < s.trials:
         raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials; {'; '.join(died) or 'the workers stopped'}. "
                           f"Run the same command again to resume (stored trials are kept)")
     if died:
-        print(f"dse: warning: {'; '.join(died)}; the other workers completed the budget", file=sys.stderr)
+        print(mask(f"dse: warning: {'; '.join(died)}; the other workers completed the budget"), file=sys.stderr)
     return done

@@ -7,6 +7,7 @@ A results folder holds (all written by :func:`write_results`):
     pareto.csv       the feasible rank-0 rows, best first by the first objective
     meta.json        the study: name, question, objectives, constraints, space, solver, ...
     catalog.csv      the catalog chips evaluated on the same workloads (header only if none)
+    manifest.json    size, SHA-256 and row count of each file above: written last, checked by every reader
 
 Table columns (the contract with :mod:`dse.study`): ``trial``; parameters
 ``p.<param>`` (SI floats, ints, or strings for choices); objectives
@@ -16,12 +17,24 @@ violation in the constraint's unit); metrics ``m.<metric>``; ``feasible``
 
 Every file goes through :func:`atomic_write` (temp file in the same folder,
 fsync, ``os.replace``), so a crash leaves either the old file or the new one,
-never half of one, and never a stray temp file. Output names are confined to
-the output folder (:func:`confined_path`).
+never half of one. Output names are confined to the output folder
+(:func:`confined_path`).
+
+The folder is one complete set or it is refused (issue 21: a SIGKILL while
+writing left a 60,200-row parquet beside a 60,000-row csv, meta and front,
+and `dse report` and `dse pareto` took it): ``manifest.json`` is written
+last and :func:`read_results`, which every reader goes through (`dse
+report`, `dse pareto`, `dse run`'s summary), checks each file against it
+and refuses a folder without one, or with a file that does not match, in one
+message that says how to rewrite it. A file deleted on purpose (a big
+trials.parquet) is not an error as long as a table remains. The temp files
+of a write killed half-way are removed by the next `dse run` on the folder
+(:func:`dse.fileio.remove_stale_temps`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -44,11 +57,13 @@ __all__ = [
     "PARETO_CSV",
     "META_JSON",
     "CATALOG_CSV",
+    "MANIFEST_JSON",
     "RESULT_FILES",
     "atomic_write",
     "confined_path",
     "write_results",
     "read_results",
+    "check_manifest",
     "check_meta",
     "prepare_table",
     "objective_column",
@@ -68,7 +83,10 @@ TRIALS_CSV = "trials.csv"
 PARETO_CSV = "pareto.csv"
 META_JSON = "meta.json"
 CATALOG_CSV = "catalog.csv"
-RESULT_FILES = (TRIALS_PARQUET, TRIALS_CSV, PARETO_CSV, CATALOG_CSV, META_JSON)
+MANIFEST_JSON = "manifest.json"
+#: The files of a complete results folder, in the order they are written (the manifest last).
+RESULT_FILES = (TRIALS_PARQUET, TRIALS_CSV, PARETO_CSV, CATALOG_CSV, META_JSON, MANIFEST_JSON)
+MANIFEST_FORMAT = "dse-results/1"
 
 Writer = Callable[[IO[bytes]], Any]
 
@@ -258,10 +276,12 @@ def _csv_bytes(df: pd.DataFrame) -> bytes:
 
 def write_results(out_dir: str | os.PathLike, table: pd.DataFrame, meta: Mapping,
                   catalog: pd.DataFrame | None = None) -> dict[str, Path]:
-    """Write trials.parquet, trials.csv, pareto.csv, catalog.csv and meta.json into ``out_dir``.
+    """Write trials.parquet, trials.csv, pareto.csv, catalog.csv, meta.json and manifest.json into ``out_dir``.
 
-    Each file is written atomically; meta.json is written last, so a folder
-    whose meta.json is present holds a complete set. ``catalog`` None writes a
+    Each file is written atomically; manifest.json (each file's size, SHA-256
+    and rows) is written last, so a folder whose files match its manifest
+    holds one complete set, and a write interrupted half-way leaves files that
+    do not match it, which readers refuse. ``catalog`` None writes a
     header-only catalog.csv (so no stale one from an earlier run survives).
     Returns {file name: path}.
     """
@@ -280,7 +300,73 @@ def write_results(out_dir: str | os.PathLike, table: pd.DataFrame, meta: Mapping
         raise SpecError(f"catalog: expected a column 'chip', got columns {list(cat.columns)}")
     written[CATALOG_CSV] = atomic_write(CATALOG_CSV, _csv_bytes(cat), root=root)
     written[META_JSON] = atomic_write(META_JSON, meta_text, root=root)
+    rows = {TRIALS_PARQUET: len(par), TRIALS_CSV: len(t), PARETO_CSV: int(len(front(t, meta))),
+            CATALOG_CSV: len(cat)}
+    files = {}
+    for name in RESULT_FILES[:-1]:
+        size, digest = _digest(root / name)
+        files[name] = {"bytes": size, "sha256": digest, **({"rows": rows[name]} if name in rows else {})}
+    manifest = {"format": MANIFEST_FORMAT, "files": files}
+    written[MANIFEST_JSON] = atomic_write(MANIFEST_JSON, json.dumps(manifest, indent=2) + "\n", root=root)
     return written
+
+
+def _digest(path: Path) -> tuple[int, str]:
+    """(size in bytes, SHA-256 hex) of a file."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def _rewrite_hint(d: Path, meta: Mapping) -> str:
+    study = meta.get("study_file") if isinstance(meta, Mapping) else None
+    command = f"dse run {study} --out {d}" if study else f"`dse run STUDY --out {d}`"
+    return (f"run the study again to rewrite them ({command}: a search reuses the trials its storage holds, "
+            f"nothing is evaluated twice)")
+
+
+def check_manifest(out_dir: str | os.PathLike, meta: Mapping | None = None,
+                   rows: Mapping[str, int] | None = None) -> None:
+    """SpecError unless every result file in ``out_dir`` matches its manifest.json (size and SHA-256).
+
+    ``rows`` ({file name: rows read}) adds the row counts to the message. A file the manifest lists that is
+    gone is not checked (removed on purpose); one that is there and differs, or no manifest at all, means the
+    files are not one complete set (a `dse run` killed while writing them, or files copied from two runs).
+    """
+    d = Path(out_dir)
+    hint = _rewrite_hint(d, meta or {})
+    m_p = d / MANIFEST_JSON
+    if not m_p.is_file():
+        raise SpecError(f"{d}: the results are not known to be complete: {MANIFEST_JSON} is missing (a `dse run` "
+                        f"stopped while writing them, or written by an older dse); {hint}")
+    try:
+        manifest = json.loads(m_p.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if manifest.get("format") != MANIFEST_FORMAT or not isinstance(files, dict):
+            raise ValueError(f"format {manifest.get('format')!r}")
+        expected = {str(k): (int(v["bytes"]), str(v["sha256"]), v.get("rows")) for k, v in files.items()}
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SpecError(f"{m_p}: cannot be read as a dse results manifest ({type(e).__name__}: {e}); {hint}") from None
+    bad = []
+    for name in RESULT_FILES[:-1]:
+        if name not in expected or not (d / name).is_file():
+            continue
+        size, digest = _digest(d / name)
+        want_size, want_digest, want_rows = expected[name]
+        if (size, digest) != (want_size, want_digest):
+            got = (rows or {}).get(name)
+            detail = (f"{got:,} rows, the manifest {want_rows:,}" if got is not None and want_rows is not None
+                      and got != want_rows else f"{size:,} bytes, the manifest {want_size:,}" if size != want_size
+                      else "other content than the manifest's")
+            bad.append(f"{name} ({detail})")
+    if bad:
+        raise SpecError(f"{d}: the results are not one complete set: {'; '.join(bad)} do{'es' if len(bad) == 1 else ''}"
+                        f" not match {MANIFEST_JSON} (a `dse run` stopped while writing them, or files from two runs); "
+                        f"{hint}")
 
 
 # ------------------------------------------------------------ reading
@@ -291,7 +377,8 @@ def read_results(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, dict, pd.Dat
 
     SpecError, saying what is wrong, when ``out_dir`` does not exist, is not a
     folder, or is not a dse results folder (no meta.json, no trials table,
-    unreadable files, meta that does not match the table).
+    unreadable files, meta that does not match the table), or when its files
+    are not one complete set (:func:`check_manifest`).
     """
     d = Path(out_dir)
     expected = f"a dse results folder holds {', '.join(RESULT_FILES)} (written by `dse run STUDY`)"
@@ -322,6 +409,7 @@ def read_results(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, dict, pd.Dat
     except Exception as e:  # noqa: BLE001 - any reader failure is a broken file, said once
         raise SpecError(f"{pq if pq.is_file() else csv}: cannot be read ({type(e).__name__}: {e})") from None
     check_meta(meta, table, where=str(meta_p))
+    check_manifest(d, meta, {(TRIALS_PARQUET if pq.is_file() else TRIALS_CSV): len(table)})
     catalog = None
     cat_p = d / CATALOG_CSV
     if cat_p.is_file():

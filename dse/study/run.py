@@ -13,11 +13,12 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, InfeasibleError, SpecError
-from dse.fileio import open_no_follow
+from dse.fileio import open_no_follow, remove_stale_temps
 from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
 from dse.spec.study import StudySpec, load_study
+from dse.storage import mask
 from dse.study import cpsat as study_cpsat
 from dse.study.distributed import run_workers
 from dse.study.problem import MetricsLog, catalog_points, design_space, make_problem, results_table
@@ -58,10 +59,12 @@ def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
         "constraints": [{"name": t.name, "unit": t.unit, "params": dict(t.params)} for t in spec.constraints],
         "space": [{"name": e.name, "kind": e.kind, "low": e.low, "high": e.high,
                    "choices": [str(c) for c in e.choices], "unit": e.dimension} for e in spec.space],
-        "solver": {k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers", "storage")},
+        "solver": {**{k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers")},
+                   "storage": None if spec.solver.storage is None else mask(spec.solver.storage)},  # no password
         "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
         "base_chip": spec.base_name,
         "n_trials": int(result.n_evaluated),
+        "stored_copies": int((getattr(result, "info", None) or {}).get("stored_copies", 0)),
         "n_feasible": int(result.n_feasible),
         "status": result.status,
         "message": result.message,
@@ -150,6 +153,7 @@ def _run_scenarios(spec: StudySpec, *, progress: bool, write: bool) -> pd.DataFr
     table = pd.concat([table, mix], ignore_index=True)
     if write:
         spec.output.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(spec.output, subfolders=())
         atomic_write(spec.output / "scenarios.csv", table.to_csv(index=False))
     if not table["feasible"].any():
         causes = []
@@ -179,6 +183,8 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
     out_dir = spec.output
     lock = OutputLock(out_dir) if s.storage is None else _NoLock()
     with lock:
+        if write:  # a write killed half-way left temp files: gone now (this folder is ours while locked)
+            remove_stale_temps(out_dir)
         storage_url = s.storage or str(out_dir / "study.journal")
         bar = _Progress(s.trials, problem) if progress else None
         if s.method == "grid":

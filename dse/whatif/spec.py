@@ -9,6 +9,8 @@ is its base chip with the proposal's dotted overrides applied by
 
 from __future__ import annotations
 
+import math
+
 import inspect
 import re
 from collections.abc import Mapping
@@ -191,7 +193,7 @@ def _multiplier(v) -> float | None:
             f = float(v.strip()[1:])
         except ValueError:
             return None
-        return f if f > 0 else None
+        return f if math.isfinite(f) and f > 0 else None
     return None
 
 

@@ -139,3 +139,24 @@ def test_argparse_errors_exit_2(capsys):
 
 def test_catalog_chip_loads():
     assert load_chip("h100-sxm").units == 132
+
+
+@pytest.mark.parametrize("body, words", [
+    ("return 1.0", ["returned a single number", "one number per design"]),
+    ("return ['fast'] * len(metrics['time_s'])", ["values that are not numbers", "'fast'"]),
+])
+def test_a_study_module_returning_the_wrong_thing_is_one_message(tmp_path, capsys, body, words):
+    """issue 21 item 6: a `modules:` objective returning a scalar or strings ended in a ValueError traceback."""
+    import shutil
+
+    (tmp_path / "odd.py").write_text("NAME = 'odd'\nUNIT = '1'\nFORMULA = '-'\nSOURCE = 'test'\n"
+                                     f"DIRECTION = 'minimize'\nPARAMS = {{}}\ndef objective(metrics):\n    {body}\n")
+    study = tmp_path / "s.yaml"
+    shutil.copy(Path(__file__).resolve().parents[2] / "studies" / "qwen3-8b-decode-chip.yaml", study)
+    study.write_text(study.read_text().replace("die_area]", "odd]") + "modules: [odd.py]\n")
+    code = main(["run", str(study), "--trials", "4", "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{study}:" in err and "objective 'odd'" in err and str(tmp_path / "odd.py") in err, err
+    for w in words:
+        assert w in err, (w, err)

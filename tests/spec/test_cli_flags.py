@@ -130,3 +130,12 @@ def test_petabytes_per_second_are_shown_as_such():
 
     assert format_quantity(21e15, "bandwidth") == "21 PB/s"
     assert format_quantity(44e15, "bytes") == "44 PB"
+
+
+@pytest.mark.parametrize("factor", ["xnan", "xinf", "x-2", "x0"])
+def test_a_multiplier_must_be_finite_and_positive(factor, capsys):
+    """issue 21 item 3: `--set ...=xnan` passed and silently changed nothing."""
+    code = main(["whatif", "--base", "h100-sxm", "--set", f"matrix.flops_per_cycle.fp8_e4m3={factor}",
+                 "--workload", "qwen3-8b:decode:batch=1:context=1024"])
+    err = capsys.readouterr().err
+    assert code == 2 and "a multiplier must be a finite number > 0" in err and "Traceback" not in err, err
