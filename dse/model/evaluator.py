@@ -321,6 +321,7 @@ _INPUTS = (
     ("nsys", "system.chips", 1.0), ("link_bw", "links.scale_up.rate", np.nan),
     ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
     ("pipe", "system.pipeline", 0.0), ("acc", "accumulator", 0.0),
+    ("peers", "links.scale_up.peers", 1.0), ("d2d_bw", "links.die_to_die.rate", np.nan),
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
@@ -428,6 +429,8 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
     for name, a in power_inputs(chips, package).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
+    cols["per_peer"] = _column(links.per_peer_links(chips.get("links.scale_up.lanes", np.nan),
+                                                    chips.get("links.scale_up.bandwidth", np.nan)).astype(float))
     if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + a ring
         tensor = cols["pipe"] < 0.5
         for name in _SYSTEM_SCALED:
@@ -617,6 +620,26 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
 
     koh = c.koh
     t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
+    # ---- dies of one package (seed 004 §4.5.1): the work of each operator is placed where it is fastest, in
+    # place (each die on its own memory's share; the others gather its output over the die-to-die link) or
+    # centralized on one die (which reads the others' share over the link); the link is a resource beside the
+    # others (its transfer streams with the tiles). A package without a die-to-die link acts as one pool.
+    d2d_bw = c.d2d_bw
+    multi = (c.dies > 1) & (d2d_bw > 0)  # (NaN: no link)
+    t_central = None
+    if multi.any():
+        x_in, x_cen = links.die_link_bytes(c.dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_in = np.maximum(t_busy, np.where(multi, x_in / d2d_bw, 0.0))
+            t_central = np.where(multi, np.maximum(np.maximum(t_matrix, t_vector) * c.dies,
+                                                   np.maximum(t_memory, x_cen / d2d_bw)), np.nan)
+        central = multi & (t_central < t_in)
+        t_busy = np.where(central, t_central, t_in)
+        d2d_bytes = np.where(central, x_cen, np.where(multi, x_in, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_d2d = np.where(multi, d2d_bytes / d2d_bw, 0.0)
+    else:
+        d2d_bytes = t_d2d = central = np.zeros((1, 1))
     mem_throttled = stretch > 1.0
     if mem_throttled.any():  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
         t_memory = np.where(mem_throttled, t_busy * stretch, t_memory)
@@ -650,14 +673,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     hop_bytes = info.hop_bytes  # activations handed from one pipeline stage to the next
     link_bw, link_alpha = c.link_bw[:, 0], c.link_alpha[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_ring = links.ring_allreduce_time(reduce_bytes, p_sys, link_bw, link_alpha, count=info.allreduces)
+        t_ring = links.allreduce_time(reduce_bytes, p_sys, link_bw, link_alpha, info.allreduces,
+                                      c.per_peer[:, 0] > 0.5, c.peers[:, 0])
         t_hops = (p_sys - 1) * links.transfer_time(hop_bytes, link_bw, link_alpha)
         t_link = np.where(p_sys > 1, np.where(pipe, t_hops, t_ring), 0.0)
     t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
     link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes,
                                               links.ring_allreduce_bytes(reduce_bytes, p_sys)), 0.0)
     time_s = np.maximum(device, launches) + step_oh + t_link
-    E_mem = _sum(E_mem_op, cnt) + link_bytes * c.e_link[:, 0]
+    d2d_tot = _sum(np.broadcast_to(d2d_bytes, t_op.shape), cnt)
+    E_mem = _sum(E_mem_op, cnt) + (link_bytes + d2d_tot) * c.e_link[:, 0]
     # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links)
     with np.errstate(invalid="ignore"):  # (a design that cannot run: inf - inf outside its operators)
         outside = np.where(np.isfinite(time_s), np.maximum(time_s - device, 0.0), 0.0)
@@ -692,6 +717,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
         "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
         "t_link_s": t_link,
+        "t_die_link_s": _sum(np.broadcast_to(t_d2d, t_op.shape), cnt),
+        "die_link_bytes": d2d_tot,
+        "die_placement_centralized": (np.broadcast_to(central, tw.shape) * tw).sum(axis=1) / np.maximum(device, 1e-300),
+        "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(time_s.shape, np.nan)),
         "system_chips": p_sys,
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],

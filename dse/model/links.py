@@ -10,6 +10,10 @@ Sources:
     effective_bandwidth      seed 004 §4.3.3 (Little's law, Example 4-2)
     ring_allreduce_time      Patarasuk & Yuan 2009, JPDC 69(2); seed 004 §4.5.3 (alpha + V / R per step)
     ring_allreduce_bytes     the same ring: 2 (p - 1) chunks of V / p from each of p devices
+    mesh_allreduce_time      a full mesh of direct links (seed 000 "Directional bandwidth": MI355X, 7 xGMI links
+                             of 76.8 GB/s, 537.6 GB/s of egress): reduce-scatter and all-gather in one step each
+    per_peer_links           which scale-up links are given per peer (lanes x lane rate) rather than as a total
+    die_link_bytes           bytes a multi-die package moves over its die-to-die link per operator, by placement
     interface_bandwidth      seed 004 §4.1.3 (HBM stack: 1024 pins x pin rate / 8)
 """
 
@@ -23,6 +27,10 @@ __all__ = [
     "effective_bandwidth",
     "ring_allreduce_time",
     "ring_allreduce_bytes",
+    "mesh_allreduce_time",
+    "per_peer_links",
+    "allreduce_time",
+    "die_link_bytes",
 ]
 
 
@@ -66,3 +74,40 @@ def ring_allreduce_bytes(bytes_, n_peers):
     """Bytes the ring moves over all its links: each of p devices sends 2 (p - 1) chunks of V / p,
     2 (p - 1) V in all (the link energy counts these)."""
     return 2.0 * (n_peers - 1.0) * bytes_
+
+
+def mesh_allreduce_time(bytes_, n_peers, bandwidth_per_link, alpha=0.0, count=1.0):
+    """All-reduces over p devices of a full mesh (one link to each peer): 2 (count alpha + V / (p R)).
+
+    Reduce-scatter: each device sends its V / p chunk for each peer over that peer's own link, all links at
+    once (one step); all-gather the same (seed 000 "Directional bandwidth": 7 xGMI links of 76.8 GB/s, so an
+    MI355X moves 537.6 GB/s at once). The ring over the same links takes 2 (p - 1) steps of V / p on one link.
+    """
+    p = n_peers
+    return np.where(p > 1, 2.0 * (count * alpha + bytes_ / (p * bandwidth_per_link)), 0.0)
+
+
+def per_peer_links(lanes, bandwidth):
+    """True where a scale-up link is given as lanes x lane rate (one such link to each of ``peers``), False where
+    its ``bandwidth`` is the chip's total (a switch port shared by all peers: NVLink through NVSwitch)."""
+    return np.isfinite(np.asarray(lanes, dtype=float)) & ~np.isfinite(np.asarray(bandwidth, dtype=float))
+
+
+def allreduce_time(bytes_, n_peers, rate, alpha, count, per_peer, peers):
+    """The all-reduce time of a tensor-parallel group: over a mesh of direct links where every other device of
+    the group has its own link (per-peer links, p - 1 <= peers), else a ring (each device's one rate)."""
+    mesh = np.asarray(per_peer, dtype=bool) & (n_peers - 1 <= peers)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mesh, mesh_allreduce_time(bytes_, n_peers, rate, alpha, count),
+                        ring_allreduce_time(bytes_, n_peers, rate, alpha, count))
+
+
+def die_link_bytes(dies, out_bytes, traffic_bytes):
+    """(in place, centralized) bytes over a package's die-to-die link per operator (seed 004 §4.5.1).
+
+    In place: each die computes on the data in its own memory (weights and KV split over the dies) and the
+    others gather its share of the output, (d - 1) / d of it. Centralized: one die computes and reads the
+    other dies' share of the operator's memory traffic over the link, (d - 1) / d of it (the seed's 64 GiB
+    split 32 / 32 with all compute on die 0)."""
+    frac = (dies - 1.0) / dies
+    return out_bytes * frac, traffic_bytes * frac

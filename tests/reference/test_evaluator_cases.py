@@ -487,12 +487,38 @@ def test_measured_qproj():
 
 
 def test_cross_die_placement():
-    """The die-to-die transfer of seed 004 §4.5.1 with the catalog link. (Where work is placed across the
-    dies of a package is not modelled: dse evaluates a chip's dies as one pool.)"""
+    """Seed 004 §4.5.1 through the evaluator: a GEMV reading 64 GiB of weights split 32 / 32 over two dies.
+    In place (each die reads its own half) Ascend 910C takes 21.47 ms; centralized on die 0 (the other half over
+    the 270 GB/s die-to-die link) 127.3 ms, and the evaluator places the work in place; B200 (4 TB/s per die,
+    10 TB/s NV-HBI) takes 8.59 ms either way. The link alone: 64 MiB over it."""
     cid = "cross_die_placement"
+    gemv = W.build({"name": "gemv-64GiB", "ops": [{"gemm": {"m": 1, "n": 131072, "k": 262144,
+                                                            "formats": {"weights": "bf16", "activations": "bf16"}}}]})
     asc = load_chip("ascend-910c")
+    r = evaluate(Chips.from_specs([asc]), gemv).iloc[0]
+    approx(cid, "ascend_local_s", r.time_s)
+    approx(cid, "ascend_compute_in_place_s", r.time_s)
+    approx(cid, "ascend_cross_s", r.t_centralized_s)
+    assert r.die_placement_centralized == 0.0
+    b = evaluate(chips_of("b200"), gemv).iloc[0]
+    approx(cid, "b200_stage_s", b.time_s)
+    approx(cid, "b200_stage_s", b.t_centralized_s)
     link = asc.links.die_to_die
     approx(cid, "ascend_64mib_over_link_s", links.transfer_time(64 * MiB, link.rate, link.alpha))
+
+
+def test_a_slow_die_to_die_link_slows_the_package():
+    """issue 15: B200 with NV-HBI at 1 GB/s instead of 10 TB/s. Decode's outputs cross the link in place: each
+    of its ~250 operators' output rows (a few KiB) is gathered from the other die, so the step is link-bound;
+    at 10 TB/s the link is never the bound."""
+    b200 = load_chip("b200")
+    dec = W.decode("qwen3-8b", batch=1, context=8192)
+    fast, slow = (evaluate(Chips.from_base(b200, 1, {"links.die_to_die.bandwidth": np.array([bw])}), dec).iloc[0]
+                  for bw in (10e12, 1e9))
+    assert fast.t_die_link_s < 0.01 * fast.time_s
+    assert slow.time_s > 5 * fast.time_s
+    # the link time is the gathered bytes over the link (half of each GEMM output crosses)
+    assert slow.t_die_link_s == pytest.approx(slow.die_link_bytes / 1e9, rel=1e-9)
 
 
 def test_host_upload():
