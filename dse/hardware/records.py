@@ -54,6 +54,9 @@ class MatrixUnit(Record):
         None, description="organisation of the matrix datapath: a tensor core fed from registers, or a "
                           "weight-stationary systolic array; default: systolic when the instruction streams one "
                           "row (m = 1) through an array of at least 64 x 64, else tensor_core")
+    weight_load_cycles: Count | None = Field(
+        None, description="systolic arrays: cycles to load one block of weights (default: the instruction's k, "
+                          "one row of weights shifted in per cycle, as TPU v1)")
     flops_per_cycle: dict[str, float] = Field(
         description="dense FLOPs per cycle per compute unit, by number format (a MAC counts 2)"
     )

@@ -322,6 +322,7 @@ _INPUTS = (
     ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
     ("pipe", "system.pipeline", 0.0), ("acc", "accumulator", 0.0),
     ("peers", "links.scale_up.peers", 1.0), ("d2d_bw", "links.die_to_die.rate", np.nan),
+    ("sys", "matrix.systolic", 0.0), ("wload", "matrix.weight_load_cycles", np.nan),
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
@@ -510,6 +511,22 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # libraries do for skinny products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)
     mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
     padded_flops = np.where(g, 2.0 * mn * _pad(ops.k, ik) * ops.batch, ops.flops)
+    if (c.sys > 0.5).any():
+        # a weight-stationary systolic array (``matrix.systolic``; seed 004 §4.7.1: weights of one k x n block sit
+        # in the array, input rows stream through one per cycle): a block's weights take ``weight_load_cycles``
+        # (default ik: one row shifted in per cycle, Jouppi et al. 2017) to load, double-buffered behind the
+        # previous block's rows, so a block takes max(M, load) cycles; each array with work fills and drains
+        # once per GEMM (ik + in cycles). An M below the load time under-fills the array. A format slower than
+        # one ik x in MAC pass per cycle (Groq's FP16 at a quarter of INT8) takes r = 2 ik in / rate cycles per
+        # row: the load and the fill, in cycles, are that many fewer rows.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.maximum(np.where(fpc > 0, 2.0 * ik * inn / fpc, 1.0), 1.0)
+        load = np.where(np.isnan(c.wload), ik, c.wload) / r
+        blocks = _pad(ops.n, inn) / inn * _pad(ops.k, ik) / ik * ops.batch
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rows = np.maximum(ops.m, load) + (ik + inn) / r * np.minimum(units, blocks) / np.maximum(blocks, 1.0)
+        systolic = 2.0 * _pad(ops.n, inn) * _pad(ops.k, ik) * ops.batch * rows
+        padded_flops = np.where(g & (c.sys > 0.5), systolic, padded_flops)
     if ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
         causal = c.causal
         rows = max(padded_flops.shape[0], *(v.shape[0] for v in causal.values()))

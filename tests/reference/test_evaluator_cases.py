@@ -547,3 +547,18 @@ def test_link_alpha_beta():
         pipe = Chips.from_base(load_chip("h100"), 1, {"system.chips": np.array([2.0]),
                                                       "system.pipeline": np.array([1.0])})
         approx(cid, f"h100_m{m}_s", evaluate(pipe, wl).t_link_s[0])
+
+
+def test_weight_stationary_array_under_fills_at_small_m():
+    """issue 15 / seed 004 §4.7.1: TPU v1's 256 x 256 weight-stationary array takes 256 cycles to shift in a block
+    of weights (one row per cycle, Jouppi et al. 2017) and streams M input rows through it; the next block loads
+    behind the current rows. A 4096 x 4096 INT8 GEMM is 16 x 16 = 256 blocks on one array, each max(M, 256)
+    cycles, plus one fill and drain of 256 + 256 cycles: at M = 1, (256 x 256 + 512) / (256 x 1) = 258x the useful
+    work; at M = 256, (256 x 256 + 512) / (256 x 256) = 1.0078x. A GPU's tensor core has no such load."""
+    tpu = chips_of("tpu-v1")
+    assert bool(tpu["matrix.systolic"][0])
+    for m, want in ((1, (256 * 256 + 512) / 256), (256, (256 * 256 + 512) / (256 * 256))):
+        wl = W.build({"name": f"int8-{m}", "ops": [{"gemm": {"m": m, "n": 4096, "k": 4096,
+                                                             "formats": {"weights": "int8", "activations": "int8"}}}]})
+        r = evaluate(tpu, wl).iloc[0]
+        assert r.padded_flops / r.flops == pytest.approx(want, rel=1e-9)

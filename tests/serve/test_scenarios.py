@@ -44,12 +44,11 @@ def test_batch_1_front_answers_batch_1(table):
     b1 = table[table["scenario"] == "batch 1"]
     hbm = b1[b1["design"].str.startswith("h100")]
     assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
-    # ... at about the energy per token of a single HBM GPU (issue 14: SRAM reads at the bank's energy, ~100
-    # chips' leakage over the step; tests/studies/test_worked_studies.py). Within 20%: the leakage follows the
-    # modelled die (issue 16's parts model counts the TSP's 5,120 vector ALUs: 1.13x the GPU's energy)
+    # ... at more energy per token than a single HBM GPU: ~100 chips leak over a step the weight-stationary MXM
+    # makes longer than the read at batch 1 (issue 15; tests/studies/test_worked_studies.py). Within 1.5-4x.
     ratio = (b1[b1["design"].str.startswith("groq")]["obj.energy_per_token"].min()
              / hbm[hbm["design"] == "h100-sxm x1"]["obj.energy_per_token"].min())
-    assert 0.8 < ratio < 1.2
+    assert 1.5 < ratio < 4.0
     assert any(d.startswith("h100") for d in front["design"])  # the cheap, efficient end of the same front
 
 

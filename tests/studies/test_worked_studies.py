@@ -111,12 +111,12 @@ def test_sram_system_wins_latency_at_batch_1_at_about_the_energy(sram):
     assert fastest["p.base"] == "groq-tsp" and bool(fastest["p.system.pipeline"])
     hbm = b1[b1["p.base"] == "h100-sxm"]
     assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
-    # energy: about a single HBM GPU's (issue 14: a read costs the SRAM bank's energy, Groq's 128 KiB MEM tile,
-    # not the MB-scale figure; but ~100 chips leak while each works ~1/100 of the step). Within 20%: the leakage
-    # follows the modelled die (issue 16's parts model counts the TSP's 5,120 vector ALUs: 1.13x)
+    # energy: more than a single HBM GPU's. A read costs the SRAM bank's energy (issue 14: Groq's 128 KiB MEM
+    # tile), but ~100 chips leak over the whole step, and the step is longer than the read: the weight-stationary
+    # MXM streams one row per block of 320 x 320 weights at batch 1 (issue 15, dse.model.evaluator). Within 2-4x.
     single_gpu = hbm[hbm["p.system.chips"] == 1]["obj.energy_per_token"].min()
     sram_best = b1[b1["p.base"] == "groq-tsp"]["obj.energy_per_token"].min()
-    assert 0.8 < sram_best / single_gpu < 1.2
+    assert 1.5 < sram_best / single_gpu < 4.0
     # the batch-1 front answers the batch-1 question: both kinds of design are on it
     front = b1[b1["pareto_rank"] == 0]
     assert set(front["p.base"]) == {"groq-tsp", "h100-sxm"}
