@@ -159,7 +159,11 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
     if np.any(n_sys != 1):  # a system of chips: its silicon and cost add up
         package["total_silicon_area_mm2"] = package["total_silicon_area_mm2"] * n_sys
         package["chip_cost_usd"] = package["chip_cost_usd"] * n_sys
-    package["power_density_w_per_mm2"] = m["peak_power_w"] / np.maximum(pa.total_silicon_area_mm2, 1e-9)
+    n_part = chips.get("system.partitions", 1.0)
+    if np.any(n_part != 1):  # one logical device of a partitioned package: its share of the cost
+        package["chip_cost_usd"] = package["chip_cost_usd"] / n_part
+    # (the whole package draws every partition's power)
+    package["power_density_w_per_mm2"] = m["peak_power_w"] * n_part / np.maximum(pa.total_silicon_area_mm2, 1e-9)
     package["local_buffer_bytes"] = chips.get("local_buffer", 0.0) + 0.0
     # the memory interface the design has (the system's: bandwidth adds up over chips, seed 004 §4.7.2)
     package["memory_bandwidth_bytes_per_s"] = chips.memory_bandwidth * n_sys

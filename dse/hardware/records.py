@@ -231,6 +231,10 @@ class SystemSpec(Record):
     chips: Count = Field(1, description="chips serving one model together (tensor parallel unless pipeline)")
     pipeline: bool = Field(False, description="split the layers over the chips instead (pipeline parallel): each "
                                               "token passes every chip in turn, one hop per chip boundary")
+    partitions: Count = Field(1, description="logical devices one package is split into (MI355X compute modes SPX / "
+                                             "DPX / QPX / CPX = 1 / 2 / 4 / 8, seed 000 'Partition modes'): each "
+                                             "gets 1/partitions of the dies, memory bandwidth and capacity, TDP and "
+                                             "static power; the package (area) stays whole")
     source: str | None = None
 
 
@@ -315,6 +319,13 @@ class ChipSpec(Record):
         except SpecError as e:
             raise ValueError(str(e)) from None
         return v
+
+    @model_validator(mode="after")
+    def _whole_dies_per_partition(self):
+        if self.dies % self.system.partitions:
+            raise ValueError(f"system.partitions: {self.system.partitions} partitions of {self.dies} dies; a "
+                             f"partition is whole dies (MI355X: 1, 2, 4 or 8 of its 8 XCDs)")
+        return self
 
     @model_validator(mode="after")
     def _one_memory(self):

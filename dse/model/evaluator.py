@@ -323,6 +323,7 @@ _INPUTS = (
     ("pipe", "system.pipeline", 0.0), ("acc", "accumulator", 0.0),
     ("peers", "links.scale_up.peers", 1.0), ("d2d_bw", "links.die_to_die.rate", np.nan),
     ("sys", "matrix.systolic", 0.0), ("wload", "matrix.weight_load_cycles", np.nan),
+    ("npart", "system.partitions", 1.0),
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
@@ -438,6 +439,10 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
             scaled = name in _PIPELINE_SCALED
             cols[name] = cols[name] * np.where(tensor | scaled, cols["nsys"], 1.0)
         cols["psum"] = cols["psum"] * np.where(tensor, cols["nsys"], 1.0)
+    if np.any(cols["npart"] != 1):  # one logical device of a partitioned package (seed 000 "Partition modes")
+        for name in _SYSTEM_SCALED:
+            cols[name] = cols[name] / cols["npart"]
+        cols["psum"] = cols["psum"] / cols["npart"]
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
     fpc_cols, ef_cols, dq_cols = {}, {}, {}
     for key in sorted(set(ops.rate_keys)):
@@ -642,13 +647,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # centralized on one die (which reads the others' share over the link); the link is a resource beside the
     # others (its transfer streams with the tiles). A package without a die-to-die link acts as one pool.
     d2d_bw = c.d2d_bw
-    multi = (c.dies > 1) & (d2d_bw > 0)  # (NaN: no link)
+    dies = c.dies / c.npart  # the dies of one logical device (a partition is whole dies)
+    multi = (dies > 1) & (d2d_bw > 0)  # (NaN: no link)
     t_central = None
     if multi.any():
-        x_in, x_cen = links.die_link_bytes(c.dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
+        x_in, x_cen = links.die_link_bytes(dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_in = np.maximum(t_busy, np.where(multi, x_in / d2d_bw, 0.0))
-            t_central = np.where(multi, np.maximum(np.maximum(t_matrix, t_vector) * c.dies,
+            t_central = np.where(multi, np.maximum(np.maximum(t_matrix, t_vector) * dies,
                                                    np.maximum(t_memory, x_cen / d2d_bw)), np.nan)
         central = multi & (t_central < t_in)
         t_busy = np.where(central, t_central, t_in)
@@ -900,7 +906,8 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
                 for k, v in r_ops.items():
                     op_arrays[k][s:e] = v
     # the chip's own arrays (no copy), for a system of several chips their sum
-    nsys = chips.get("system.chips", 1.0)  # capacity adds up under tensor and pipeline parallelism
+    # capacity adds up under tensor and pipeline parallelism; a partition has its share of the package's
+    nsys = chips.get("system.chips", 1.0) / chips.get("system.partitions", 1.0)
     out["capacity_bytes"] = chips.memory_capacity * nsys if np.any(nsys != 1) else chips.memory_capacity
     breakdown_rec = None
     if breakdown:
