@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dse.pareto import MAXIMIZE
-from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide
+from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, tick_texts
 from dse.report.findings import _findings
 from dse.report.sections import (
     _REJ_HEAD,
@@ -36,7 +36,7 @@ from dse.report.view import (
     _space_entry,
     _to_float,
 )
-from dse.study.results import column_label, format_table, format_value, front_mask
+from dse.study.results import _SCALED, _dimension, column_label, format_table, format_value, front_mask
 
 
 def _subsample(mask: np.ndarray, keep: np.ndarray, cap: int) -> np.ndarray:
@@ -138,6 +138,44 @@ def _plotly_axis(st: _Study, name: str, values: np.ndarray) -> dict:
     return axis
 
 
+def _ticks(lo: float, hi: float, log: bool, integer: bool = False) -> list[float]:
+    """A few round tick values within [lo, hi]: 1-2-5 per decade on a log axis, else 'nice' steps."""
+    from matplotlib.ticker import LogLocator, MaxNLocator
+
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return []
+    if hi <= lo:
+        return [float(lo)]
+    if log:
+        ticks = [t for t in LogLocator(base=10, subs=(1.0,)).tick_values(lo, hi) if lo <= t <= hi]
+        if len(ticks) < 3:
+            ticks = [t for t in LogLocator(base=10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi) if lo <= t <= hi]
+    else:
+        ticks = [t for t in MaxNLocator(nbins=5, integer=integer).tick_values(lo, hi) if lo <= t <= hi]
+    if len(ticks) < 2:
+        ticks = sorted(set(ticks) | {float(lo), float(hi)})
+    return [float(t) for t in ticks]
+
+
+def _numeric_dimension(label: str, unit: str, v: np.ndarray, integer: bool = False) -> dict:
+    """A parallel-coordinates axis: values (log10 on a wide one) and ticks written as dse writes the quantity
+    (dse.report.axes.tick_texts: '1.4 GHz', '128 KiB', '3.4 ms'), never plotly's bare SI ('1.4G'); a unit that
+    does not scale (mm^2, $) goes in the label once. A few distinct values (a choice) are the ticks themselves."""
+    log = _wide(v)
+    fin = v[np.isfinite(v)]
+    distinct = np.unique(fin)
+    if 0 < distinct.size <= 6:
+        ticks = [float(t) for t in distinct]
+    else:
+        ticks = _ticks(float(fin.min()), float(fin.max()), log, integer) if fin.size else []
+    scaled = _dimension(unit)[0] in _SCALED
+    name = label + (f" [{unit}]" if unit and not scaled else "") + (" (log)" if log else "")
+    text = tick_texts(ticks, unit)
+    if log:
+        return dict(label=name, values=np.log10(v), tickvals=[float(np.log10(t)) for t in ticks], ticktext=text)
+    return dict(label=name, values=v, tickvals=ticks, ticktext=text)
+
+
 def _parcoords_figure(st: _Study, cap: int):
     import plotly.graph_objects as go
 
@@ -155,13 +193,10 @@ def _parcoords_figure(st: _Study, cap: int):
         s = rows[c]
         label = column_label(c)
         unit = st.units.get(label, "") if c.startswith("obj.") else str(_space_entry(st.meta, c).get("unit") or "")
-        unit = "" if unit.strip() in ("1", "-") else unit
+        unit = "" if unit.strip() in ("1", "-", "None") else unit
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             v = _num(s)
-            if _wide(v):
-                dims.append(dict(label=f"log10 {label}" + (f" [{unit}]" if unit else ""), values=np.log10(v)))
-            else:
-                dims.append(dict(label=label + (f" [{unit}]" if unit else ""), values=v, tickformat="~s"))
+            dims.append(_numeric_dimension(label, unit, v, integer=pd.api.types.is_integer_dtype(s)))
         else:
             cats = sorted(s.astype(str).unique())
             code = {c_: i for i, c_ in enumerate(cats)}
@@ -173,11 +208,12 @@ def _parcoords_figure(st: _Study, cap: int):
     first = st.objectives[0]
     color = _num(rows[cols[0]])
     log = _wide(color)
+    cdim = _numeric_dimension(first, st.units.get(first, ""), color)
     fig = go.Figure(go.Parcoords(
         dimensions=dims,
-        line=dict(color=np.log10(color) if log else color, colorscale="Viridis",
+        line=dict(color=cdim["values"], colorscale="Viridis",
                   reversescale=st.directions[first] != MAXIMIZE, showscale=True,
-                  colorbar=dict(title=("log10 " if log else "") + first))))
+                  colorbar=dict(title=cdim["label"], tickvals=cdim["tickvals"], ticktext=cdim["ticktext"]))))
     note = f" ({len(rows)} of {st.n_feasible} feasible shown)" if len(rows) < st.n_feasible else ""
     fig.update_layout(template="plotly_white", height=480, margin=dict(l=80, r=60, t=70, b=30),
                       title=f"Feasible designs: parameters and objectives{note}")
