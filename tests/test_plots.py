@@ -271,3 +271,38 @@ def test_parcoords_log_axis_ticks_are_values(tmp_path):
     assert d["label"] == "latency_per_token (log)"
     assert d["ticktext"] == tick_texts([10 ** v for v in d["tickvals"]], "s")
     assert {"1 ms", "10 ms"} <= set(d["ticktext"])
+
+
+# ------------------------------------------------------------------ what-if chart
+
+
+def test_whatif_chart_shows_each_designs_total_time():
+    """whatif.png: each design's time per step is one stacked bar with its total on top, as whatif.md's
+    'step time' row writes it, and the change against the design it is compared with, as that table's Δ."""
+    from dse.whatif import run_whatif
+    from dse.whatif.render import _chart_figure
+
+    res = run_whatif(STUDIES / "whatif-h100-upgrades.yaml")
+    md = res.to_markdown()
+    fig = _chart_figure(res)
+    sections = md.split("\n## `")[1:]
+    assert len(sections) == len(fig.axes) == len(res.spec.workloads)
+    for ax, sec in zip(fig.axes, sections):
+        row = next(line for line in sec.splitlines() if line.startswith("| step time |"))
+        cells = [c.strip() for c in row.strip("|").split("|")][1:]
+        totals = [cells[0]] + cells[1::2]  # baseline, then each proposal (value, Δ)
+        deltas = cells[2::2]
+        texts = [t.get_text() for t in ax.texts]
+        assert texts[0] == totals[0]  # the baseline: its total only
+        for d, total, delta, text in zip(res.spec.proposals, totals[1:], deltas, texts[1:]):
+            assert text == f"{total}\n{delta} vs {d.compare_to}"
+        # the bar is as tall as the total: the segments of each design add up to its time_s
+        m = res.metrics[res.metrics.workload == ax.get_title()].set_index("design")
+        heights = {}
+        for p in ax.patches:
+            heights[round(p.get_x() + p.get_width() / 2)] = max(heights.get(round(p.get_x() + p.get_width() / 2), 0),
+                                                                 p.get_y() + p.get_height())
+        for k, d in enumerate(res.spec.designs):
+            assert heights[k] == pytest.approx(float(m.loc[d.name, "time_s"]), rel=1e-9)
+        fig.canvas.draw()
+        assert all(t.get_text().endswith(" ms") or t.get_text() == "0" for t in ax.get_yticklabels())
