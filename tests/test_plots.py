@@ -306,3 +306,102 @@ def test_whatif_chart_shows_each_designs_total_time():
             assert heights[k] == pytest.approx(float(m.loc[d.name, "time_s"]), rel=1e-9)
         fig.canvas.draw()
         assert all(t.get_text().endswith(" ms") or t.get_text() == "0" for t in ax.get_yticklabels())
+
+
+# ------------------------------------------------------------------ CP-SAT studies
+
+TILES_STUDY = """\
+name: tiny-tiles
+question: Which tiles run a 64 x 2048 x 2048 GEMM fastest on an H100 and on an MI355X?
+workloads:
+  - {name: gemm-m64, ops: [{gemm: {name: up, m: 64, k: 2048, n: 2048}}]}
+  - {name: gemm-m2048, ops: [{gemm: {name: up, m: 2048, k: 2048, n: 2048}}]}
+base: h100-sxm
+space:
+  base: {choice: [h100-sxm, mi355x]}
+objectives: [latency_per_token]
+solver: {method: cpsat_tiles}
+output: out
+"""
+
+SPLIT_STUDY = """\
+name: tiny-split
+question: How many units and HBM stacks for Qwen3-8B decode on one die?
+workloads:
+  - {model: qwen3-8b, phase: decode, batch: 8, context: 8192}
+base: h100-sxm
+space:
+  units: {int: [64, 128], step: 32}
+  hbm.stacks: {int: [4, 6]}
+constraints: {reticle: null, hbm_shoreline: null, tdp: {max: 1000 W}, fits_memory: null}
+objectives: [latency_per_token]
+solver: {method: cpsat_split}
+output: out
+"""
+
+
+def _page_like_a_study(html: str, name: str, question: str) -> None:
+    from dse.report.html import _CSS
+
+    assert html.startswith("<!DOCTYPE html>") and f"<style>{_CSS}</style>" in html  # every report's page style
+    assert f"<h1>{name}</h1>" in html and question in html
+    assert "<h2>Settings</h2>" in html
+    assert not re.search(r"<(script|img|link)[^>]+(src|href)=\"https?:", html)  # nothing fetched: works offline
+
+
+def test_cpsat_tiles_study_has_a_report_page_and_a_plot(tmp_path):
+    """A CP-SAT tile study (issue 19 item 8: no HTML page, no plot) writes report.html, laid out as every
+    study's, with its plot inline, and plots/tiles.png; the plot labels only the workloads where the optimal
+    tiles beat the heuristic's, by the factor tiles.csv gives."""
+    import base64
+
+    from dse.report.exact import tiles_figure
+
+    study = tmp_path / "tiles.yaml"
+    study.write_text(TILES_STUDY)
+    table = run_study(study, out=tmp_path / "out")
+    out = tmp_path / "out"
+    assert len(table) == 4 and (table["status"] == "OPTIMAL").all()
+    for name in ("tiles.csv", "report.md", "report.html", "plots/tiles.png"):
+        assert (out / name).is_file(), name
+    png = (out / "plots/tiles.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (out / "report.html").read_text(encoding="utf-8")
+    _page_like_a_study(html, "tiny-tiles", "Which tiles run a 64 x 2048 x 2048 GEMM fastest")
+    m = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert m and base64.b64decode(m.group(1)) == png  # the plot, inline: the page works alone
+    assert html.count("<td>OPTIMAL</td>") == len(table)
+    md = (out / "report.md").read_text()
+    assert "![tile shapes: optimal against heuristic](plots/tiles.png)" in md and "(report.html)" in md
+    fig = tiles_figure(table)
+    labels = sorted(t.get_text() for ax in fig.axes for t in ax.texts)
+    gain = table["workload_time_heuristic_s"] / table["workload_time_s"]
+    assert labels == sorted(f"{g:.3g}x faster" for g in gain if g > 1 + 1e-9)
+
+
+def test_cpsat_split_study_writes_the_report_every_study_writes(tmp_path):
+    """A CP-SAT split study: the chosen die, evaluated as any study's design, in the results folder and the
+    report every study has (report.html with its plots, report.md, plots/*.png, trials, catalog); `dse report`
+    rebuilds it. The design in trials.csv is the one in split.csv."""
+    from dse.cli import main
+
+    study = tmp_path / "split.yaml"
+    study.write_text(SPLIT_STUDY)
+    split = run_study(study, out=tmp_path / "out").iloc[0]
+    out = tmp_path / "out"
+    assert split["status"] == "OPTIMAL"
+    for name in ("split.csv", "trials.csv", "pareto.csv", "catalog.csv", "report.md", "report.html",
+                 "plots/pareto_latency_per_token.png", "plots/bound.png"):
+        assert (out / name).is_file(), name
+    table, meta, catalog = read_results(out)
+    assert len(table) == 1 and bool(table["feasible"].iloc[0]) and len(catalog)
+    for p in ("units", "hbm.stacks"):
+        assert table[f"p.{p}"].iloc[0] == split[f"p.{p}"]
+    assert meta["solver"]["method"] == "cpsat_split" and meta["solver"]["status"] == "OPTIMAL"
+    html = (out / "report.html").read_text(encoding="utf-8")
+    _page_like_a_study(html, "tiny-split", "How many units and HBM stacks")
+    assert 'id="pareto-0"' in html and 'id="parcoords"' in html
+    assert "method=cpsat_split, status=OPTIMAL" in html
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").is_file()
