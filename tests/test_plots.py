@@ -405,3 +405,43 @@ def test_cpsat_split_study_writes_the_report_every_study_writes(tmp_path):
     (out / "report.html").unlink()
     assert main(["report", str(out)]) == 0
     assert (out / "report.html").is_file()
+
+
+def _layout(html: str, div: str) -> dict:
+    m = re.search(r'Plotly\.newPlot\(\s*"%s",\s*(\[.*?\]),\s*(?=\{"template")' % re.escape(div), html, re.S)
+    layout, _ = json.JSONDecoder().raw_decode(html, m.end())
+    return layout
+
+
+def test_report_html_catalog_labels_are_placed_apart(default_study):
+    """report.html: each catalog chip near the designs is named once, by an annotation placed by the same
+    greedy pass as the PNGs (on the page's nominal plot area, text boxes estimated from the names' lengths):
+    re-computing those boxes from the page's annotations, none overlaps another. (The real browser check is
+    by eye, on a headless-Chromium screenshot: tests/browser.)"""
+    from dse.report.html import _AREA_PX, _FONT_PX, _axis_px
+
+    out, st = default_study
+    html = (out / "report.html").read_text(encoding="utf-8")
+    for div in ("pareto-0", "pareto-1", "pareto-2"):
+        lay = _layout(html, div)
+        anns = lay.get("annotations") or []
+        assert len(anns) >= 8
+        assert len({a["text"] for a in anns}) == len(anns)
+        boxes = []
+        w, h = _AREA_PX
+        for a in anns:
+            xa, ya = lay["xaxis"], lay["yaxis"]
+            x = _axis_px(np.array([10 ** a["x"] if xa["type"] == "log" else a["x"]]), xa, w)[0]
+            y = _axis_px(np.array([10 ** a["y"] if ya["type"] == "log" else a["y"]]), ya, h)[0]
+            x += a.get("ax", 0) if a["showarrow"] else a.get("xshift", 0)
+            y += -a.get("ay", 0) if a["showarrow"] else a.get("yshift", 0)
+            bw, bh = 0.62 * _FONT_PX * len(a["text"]), _FONT_PX * 1.4
+            x0 = x - {"left": 0, "center": bw / 2, "right": bw}[a["xanchor"]]
+            y0 = y - {"bottom": 0, "middle": bh / 2, "top": bh}[a["yanchor"]]
+            boxes.append((x0, y0, x0 + bw, y0 + bh))
+            assert -1 <= x0 and x0 + bw <= w + 1 and -1 <= y0 and y0 + bh <= h + 1, a["text"]
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                a, b = boxes[i], boxes[j]
+                assert min(a[2], b[2]) <= max(a[0], b[0]) or min(a[3], b[3]) <= max(a[1], b[1]), \
+                    (anns[i]["text"], anns[j]["text"])

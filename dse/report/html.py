@@ -112,8 +112,7 @@ def _scatter_figure(st: _Study, xn: str, yn: str, cap: int):
     if names:
         custom = [[n, _obj_value(st, xn, a), _obj_value(st, yn, b)] for n, a, b in zip(names, cx, cy)]
         fig.add_trace(go.Scatter(
-            x=cx, y=cy, mode="markers+text", name="catalog chips", text=names,
-            textposition="top center", textfont=dict(size=10),
+            x=cx, y=cy, mode="markers", name="catalog chips", text=names,
             marker=dict(symbol="star", size=13, color="black"), customdata=custom,
             hovertemplate=(f"<b>%{{customdata[0]}}</b> (catalog)<br>{escape(xn)}: %{{customdata[1]}}"
                            f"<br>{escape(yn)}: %{{customdata[2]}}<extra></extra>")))
@@ -122,20 +121,75 @@ def _scatter_figure(st: _Study, xn: str, yn: str, cap: int):
     title = f"{yn} vs {xn}"
     if off:
         title += "<br><sup>catalog chips off this scale: " + ", ".join(escape(o) for o in off) + "</sup>"
+    xaxis, yaxis = _plotly_axis(st, xn, np.concatenate(xs)), _plotly_axis(st, yn, np.concatenate(ys))
     fig.update_layout(
-        template="plotly_white", title=title, height=520, hovermode="closest",
-        xaxis=_plotly_axis(st, xn, np.concatenate(xs)), yaxis=_plotly_axis(st, yn, np.concatenate(ys)),
-        legend=dict(orientation="h", y=-0.2), margin=dict(l=70, r=20, t=50, b=40))
+        template="plotly_white", title=title, height=PLOT_HEIGHT, hovermode="closest", xaxis=xaxis, yaxis=yaxis,
+        legend=dict(orientation="h", y=-0.2), margin=dict(l=70, r=20, t=50, b=40),
+        annotations=_catalog_annotations(names, cx, cy, xaxis, yaxis, np.column_stack([x[thin], y[thin]])))
     return fig
+
+
+#: the scatter's height and the plot area the labels are placed for: the page's 1200 px column less the
+#: margins and the legend below, taken a little small (a narrower window brings points closer)
+PLOT_HEIGHT = 520
+_AREA_PX = (1000.0, 360.0)
+_FONT_PX = 10
+
+
+def _axis_px(values: np.ndarray, axis: dict, length: float) -> np.ndarray:
+    lo, hi = axis["range"]
+    v = np.log10(np.where(values > 0, values, np.nan)) if axis["type"] == "log" else values
+    return (v - lo) / (hi - lo) * length
+
+
+def _catalog_annotations(names, cx, cy, xaxis: dict, yaxis: dict, dots: np.ndarray) -> list[dict]:
+    """The catalog chips' names as annotations placed without overlap (dse.report.labels.greedy_places, on the
+    nominal plot area with each text's box estimated from its length); a name moved off its star gets a line."""
+    from dse.report.labels import greedy_places
+
+    if not names:
+        return []
+    w, h = _AREA_PX
+    pts = np.column_stack([_axis_px(np.asarray(cx, float), xaxis, w), _axis_px(np.asarray(cy, float), yaxis, h)])
+    near = np.column_stack([_axis_px(dots[:, 0], xaxis, w), _axis_px(dots[:, 1], yaxis, h)])
+    sizes = [(0.62 * _FONT_PX * len(n) + 6, _FONT_PX * 1.4 + 4) for n in names]
+    places = greedy_places(pts, sizes, [16.0] * len(names), (0.0, 0.0, w, h), dots=near)
+    out = []
+    for n, a, b, p, pl in zip(names, cx, cy, pts, places):
+        dx, dy = pl.x - p[0], pl.y - p[1]
+        ann = dict(text=escape(n), x=float(np.log10(a)) if xaxis["type"] == "log" else float(a),
+                   y=float(np.log10(b)) if yaxis["type"] == "log" else float(b), xref="x", yref="y",
+                   xanchor=pl.ha, yanchor="middle" if pl.va == "center" else pl.va, font=dict(size=_FONT_PX))
+        if pl.far:  # off its star: a thin line back to it
+            ann.update(showarrow=True, ax=dx, ay=-dy, arrowhead=0, arrowwidth=0.8, arrowcolor="#777", standoff=6)
+        else:
+            ann.update(showarrow=False, xshift=dx, yshift=dy)
+        out.append(ann)
+    return out
 
 
 def _plotly_axis(st: _Study, name: str, values: np.ndarray) -> dict:
     """Axis title, log or linear, and SI ticks with the unit (2ms, 80GB) where the unit scales."""
     sym = _eng_unit(st.units.get(name, ""))
-    axis: dict = dict(title=_axis_label(st, name, with_unit=not sym), type="log" if _wide(values) else "linear")
+    log = _wide(values)
+    axis: dict = dict(title=_axis_label(st, name, with_unit=not sym), type="log" if log else "linear",
+                      range=_range(values, log))
     if sym:
         axis.update(tickformat="~s", ticksuffix=sym)  # 500µs, 1.5ms, 80GB
     return axis
+
+
+def _range(values: np.ndarray, log: bool) -> list[float]:
+    """The axis range over ``values`` with 6% room each side (log10 units on a log axis, as plotly takes it):
+    fixed, so that the labels placed for it stay where they were placed."""
+    v = values[np.isfinite(values) & (values > 0)] if log else values[np.isfinite(values)]
+    if not v.size:
+        return [0.0, 1.0]
+    if log:
+        v = np.log10(v)
+    lo, hi = float(v.min()), float(v.max())
+    span = (hi - lo) or (abs(hi) * 0.1 if hi else 1.0)
+    return [lo - 0.06 * span, hi + 0.06 * span]
 
 
 def _ticks(lo: float, hi: float, log: bool, integer: bool = False) -> list[float]:

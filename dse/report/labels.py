@@ -65,6 +65,68 @@ def freeze_legend(ax) -> None:
     leg.set_loc((float(bb.x0), float(bb.y0)))
 
 
+@dataclass
+class Place:
+    """Where a label goes: its anchor (display pixels), its alignment there, its box and whether it moved
+    away from its point (``far``: it needs a leader line)."""
+
+    x: float
+    y: float
+    ha: str
+    va: str
+    box: tuple[float, float, float, float]
+    far: bool
+
+
+def greedy_places(pts: np.ndarray, sizes: Sequence[tuple[float, float]], marker_px: Sequence[float],
+                  frame: tuple[float, float, float, float], taken: Sequence = (), dots: np.ndarray | None = None,
+                  px_per_pt: float = 1.0) -> list[Place]:
+    """The place of each label (pixels, y up) so that no two boxes overlap, none overlaps a box in ``taken``
+    nor leaves ``frame``, and few cover a labelled marker or one of ``dots``; the renderer-free core of
+    :func:`place_labels` (the interactive report uses it with estimated text sizes)."""
+    pts = np.asarray(pts, dtype=float).reshape(-1, 2)
+    dots = np.empty((0, 2)) if dots is None else np.asarray(dots, dtype=float).reshape(-1, 2)
+    dots = dots[np.isfinite(dots).all(axis=1)]
+    markers = [(x - r / 2, y - r / 2, x + r / 2, y + r / 2) for (x, y), r in zip(pts, marker_px)]
+    taken = list(taken)
+    # crowded points first: they have the fewest free places
+    dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1)) if len(pts) > 1 else np.zeros((1, 1))
+    np.fill_diagonal(dist, np.inf)
+    order = sorted(range(len(pts)), key=lambda i: (float(dist[i].min()), i))
+    out: list = [None] * len(pts)
+    placed: list[tuple[float, float, float, float]] = []
+    for i in order:
+        p, (w, h) = pts[i], sizes[i]
+        best = None
+        for k, r_pt in enumerate(_RADII_PT):
+            for ang in _ANGLES:
+                c, s = math.cos(math.radians(ang)), math.sin(math.radians(ang))
+                ha = "left" if c > 0.3 else "right" if c < -0.3 else "center"
+                va = "bottom" if s > 0.3 else "top" if s < -0.3 else "center"
+                r = r_pt * px_per_pt + marker_px[i] / 2
+                ax_x, ax_y = p[0] + r * c, p[1] + r * s
+                box = _box(ax_x, ax_y, w, h, ha, va)
+                if not _inside(box, frame):
+                    continue
+                hard = sum(_overlap(box, q) for q in placed) + sum(_overlap(box, q) for q in taken)
+                soft = sum(_overlap(box, q) for j, q in enumerate(markers) if j != i)
+                covered = int(((dots[:, 0] >= box[0]) & (dots[:, 0] <= box[2]) & (dots[:, 1] >= box[1])
+                               & (dots[:, 1] <= box[3])).sum())
+                score = (hard > 0, soft > 0, covered + k, hard + soft)
+                if best is None or score < best[0]:
+                    best = (score, Place(ax_x, ax_y, ha, va, box, k > 0))
+                if not hard and not soft and not covered:
+                    break
+            if best is not None and best[0][:2] == (False, False) and best[0][2] <= k:
+                break
+        if best is None:  # no place inside the frame at all (a tiny plot): next to the point
+            x0, y0 = p[0] + 3 * px_per_pt, p[1] + 3 * px_per_pt
+            best = (None, Place(x0, y0, "left", "bottom", _box(x0, y0, w, h, "left", "bottom"), False))
+        placed.append(best[1].box)
+        out[i] = best[1]
+    return out
+
+
 def place_labels(ax, labels: Sequence[Label], avoid: Iterable = (), points=None, pad_px: float = 1.5) -> list:
     """Annotate ``labels`` on ``ax`` without overlaps; returns the annotations (in the order given).
 
@@ -83,63 +145,26 @@ def place_labels(ax, labels: Sequence[Label], avoid: Iterable = (), points=None,
     frame = (frame[0] + 2, frame[1] + 2, frame[2] - 2, frame[3] - 2)
     taken = [_extent(a.get_window_extent(renderer)) for a in avoid if a is not None and a.get_visible()]
     pts = ax.transData.transform(np.column_stack([[lb.x for lb in labels], [lb.y for lb in labels]]))
-    dots = np.empty((0, 2))
+    dots = None
     if points is not None:
         dots = ax.transData.transform(np.column_stack([np.asarray(points[0], float), np.asarray(points[1], float)]))
-        dots = dots[np.isfinite(dots).all(axis=1)]
-    markers = []
-    for (px_x, px_y), lb in zip(pts, labels):
-        r = lb.marker_pt * px / 2
-        markers.append((px_x - r, px_y - r, px_x + r, px_y + r))
-    # crowded points first: they have the fewest free places
-    dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1)) if len(pts) > 1 else np.zeros((1, 1))
-    np.fill_diagonal(dist, np.inf)
-    order = sorted(range(len(labels)), key=lambda i: (float(dist[i].min()), i))
-    out: list = [None] * len(labels)
-    placed: list[tuple[float, float, float, float]] = []
-    for i in order:
-        lb = labels[i]
-        p = pts[i]
+    sizes = []
+    for lb in labels:  # each text's box as the renderer draws it
         probe = ax.annotate(lb.text, (lb.x, lb.y), xytext=(0, 0), textcoords="offset points", **lb.style)
-        probe.set_in_layout(False)
         e = probe.get_window_extent(renderer)
-        w, h = float(e.width) + 2 * pad_px, float(e.height) + 2 * pad_px
-        best = None
-        for k, r_pt in enumerate(_RADII_PT):
-            for ang in _ANGLES:
-                c, s = math.cos(math.radians(ang)), math.sin(math.radians(ang))
-                ha = "left" if c > 0.3 else "right" if c < -0.3 else "center"
-                va = "bottom" if s > 0.3 else "top" if s < -0.3 else "center"
-                r = r_pt * px + lb.marker_pt * px / 2
-                ax_x, ax_y = p[0] + r * c, p[1] + r * s
-                box = _box(ax_x, ax_y, w, h, ha, va)
-                if not _inside(box, frame):
-                    continue
-                hard = sum(_overlap(box, q) for q in placed) + sum(_overlap(box, q) for q in taken)
-                soft = sum(_overlap(box, q) for j, q in enumerate(markers) if j != i)
-                covered = int(((dots[:, 0] >= box[0]) & (dots[:, 0] <= box[2]) & (dots[:, 1] >= box[1])
-                               & (dots[:, 1] <= box[3])).sum())
-                score = (hard > 0, soft > 0, covered + k, hard + soft)
-                if best is None or score < best[0]:
-                    best = (score, ax_x, ax_y, ha, va, box, k)
-                if not hard and not soft and not covered:
-                    break
-            if best is not None and best[0][:2] == (False, False) and best[0][2] <= k:
-                break
         probe.remove()
-        if best is None:  # no place inside the axes at all (a tiny plot): next to the point
-            best = ((True, True, 0, 0.0), p[0] + 3 * px, p[1] + 3 * px, "left", "bottom",
-                    _box(p[0] + 3 * px, p[1] + 3 * px, w, h, "left", "bottom"), 0)
-        _, ax_x, ax_y, ha, va, box, k = best
-        off = ((ax_x - p[0]) / px, (ax_y - p[1]) / px)
+        sizes.append((float(e.width) + 2 * pad_px, float(e.height) + 2 * pad_px))
+    places = greedy_places(pts, sizes, [lb.marker_pt * px for lb in labels], frame, taken, dots, px_per_pt=px)
+    out = []
+    for lb, p, pl in zip(labels, pts, places):
+        off = ((pl.x - p[0]) / px, (pl.y - p[1]) / px)
         kw = dict(lb.style)
-        if k > 0:  # away from its point: a leader line from the label to the marker
+        if pl.far:  # away from its point: a leader line from the label to the marker
             kw["arrowprops"] = dict(arrowstyle="-", color=kw.get("color", "0.35"), lw=0.6, alpha=0.8,
                                     shrinkA=1, shrinkB=lb.marker_pt / 2)
-        ann = ax.annotate(lb.text, (lb.x, lb.y), xytext=off, textcoords="offset points", ha=ha, va=va, **kw)
+        ann = ax.annotate(lb.text, (lb.x, lb.y), xytext=off, textcoords="offset points", ha=pl.ha, va=pl.va, **kw)
         ann.set_in_layout(False)
-        placed.append(box)
-        out[i] = ann
+        out.append(ann)
     return out
 
 
