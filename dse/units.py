@@ -276,12 +276,12 @@ def _binary_bytes(value: float, digits: int) -> str | None:
     return None
 
 
-def format_quantity(value: float, dimension: str, digits: int = 4) -> str:
+def format_quantity(value: float, dimension: str, digits: int = 4, *, binary: bool = True) -> str:
     """3.35e12, 'bandwidth' -> '3.35 TB/s' (for tables and reports); bytes in binary prefixes where they are
-    a round number of them (233472, 'bytes' -> '228 KiB'; 80e9 -> '80 GB')."""
+    a round number of them (233472, 'bytes' -> '228 KiB'; 80e9 -> '80 GB'), unless ``binary`` is False."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return str(value)
-    if dimension == "bytes" and value:
+    if dimension == "bytes" and value and binary:
         b = _binary_bytes(float(value), digits)
         if b is not None:
             return b
@@ -359,3 +359,19 @@ def format_input(value: float, dimension: str) -> str:
     if fits:
         return fits[0][0]
     return f"{v!r} {canonical}"
+
+
+def format_percent(fraction: float, digits: int = 0) -> str:
+    """A share as a percentage: 0.983, 0 -> '98%'; 0.0062, 1 -> '0.6%' (plots' shares of time and of designs)."""
+    if fraction is None or not math.isfinite(float(fraction)):
+        return "-"
+    return f"{float(fraction) * 100:.{digits}f}%"
+
+
+def format_ticks(values, dimension: str, digits: int = 4) -> list[str]:
+    """The tick labels of one axis: each value as :func:`format_quantity` writes it, in one prefix family, so
+    that an axis of sizes does not mix '156.2 KiB' with '400 kB' (binary only if every tick is a round binary
+    size: 128 KiB, 256 KiB, 512 KiB)."""
+    vals = [float(v) for v in values]
+    binary = dimension == "bytes" and all(v == 0 or _binary_bytes(v, digits) is not None for v in vals)
+    return ["0" if v == 0 else format_quantity(v, dimension, digits, binary=binary) for v in vals]

@@ -7,7 +7,7 @@ written into the output folder, each atomically (:func:`dse.study.results.atomic
     report.md                       title, question, settings, counts, the front, constraint
                                     rejections, "what the front says", links to the plots
     plots/pareto_<x>__<y>.png       one Pareto scatter per pair of objectives (matplotlib, Agg)
-    plots/bound.png                 where the front designs are bound (m.bound, time split)
+    plots/bound.png                 where the front designs are bound (m.bound, each one's time split)
     report.html                     one page that works offline: plotly.js inline, a Pareto
                                     scatter per pair with the parameters on hover, the catalog
                                     chips as their own trace, parallel coordinates of the
@@ -19,7 +19,8 @@ Everything shown is computed from the table: nothing here evaluates a chip.
 One concept per module: view.py (the prepared table, constraint rejections),
 findings.py ("what the front says"), axes.py (what both kinds of plot share),
 plots.py (PNG), sections.py (settings and constraint tables), markdown.py
-(report.md), html.py (report.html); catalog.py (chip tables for `dse catalog`).
+(report.md), html.py (report.html); labels.py (point labels without overlap on the PNGs); exact.py (the
+pages of a CP-SAT tile study); catalog.py (chip tables for `dse catalog`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dse.pareto import MAXIMIZE
-from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide
+from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, tick_texts
 from dse.report.findings import _findings
 from dse.report.sections import (
     _REJ_HEAD,
@@ -36,7 +36,7 @@ from dse.report.view import (
     _space_entry,
     _to_float,
 )
-from dse.study.results import column_label, format_table, format_value, front_mask
+from dse.study.results import _SCALED, _dimension, column_label, format_table, format_value, front_mask
 
 
 def _subsample(mask: np.ndarray, keep: np.ndarray, cap: int) -> np.ndarray:
@@ -112,8 +112,7 @@ def _scatter_figure(st: _Study, xn: str, yn: str, cap: int):
     if names:
         custom = [[n, _obj_value(st, xn, a), _obj_value(st, yn, b)] for n, a, b in zip(names, cx, cy)]
         fig.add_trace(go.Scatter(
-            x=cx, y=cy, mode="markers+text", name="catalog chips", text=names,
-            textposition="top center", textfont=dict(size=10),
+            x=cx, y=cy, mode="markers", name="catalog chips", text=names,
             marker=dict(symbol="star", size=13, color="black"), customdata=custom,
             hovertemplate=(f"<b>%{{customdata[0]}}</b> (catalog)<br>{escape(xn)}: %{{customdata[1]}}"
                            f"<br>{escape(yn)}: %{{customdata[2]}}<extra></extra>")))
@@ -122,20 +121,113 @@ def _scatter_figure(st: _Study, xn: str, yn: str, cap: int):
     title = f"{yn} vs {xn}"
     if off:
         title += "<br><sup>catalog chips off this scale: " + ", ".join(escape(o) for o in off) + "</sup>"
+    xaxis, yaxis = _plotly_axis(st, xn, np.concatenate(xs)), _plotly_axis(st, yn, np.concatenate(ys))
     fig.update_layout(
-        template="plotly_white", title=title, height=520, hovermode="closest",
-        xaxis=_plotly_axis(st, xn, np.concatenate(xs)), yaxis=_plotly_axis(st, yn, np.concatenate(ys)),
-        legend=dict(orientation="h", y=-0.2), margin=dict(l=70, r=20, t=50, b=40))
+        template="plotly_white", title=title, height=PLOT_HEIGHT, hovermode="closest", xaxis=xaxis, yaxis=yaxis,
+        legend=dict(orientation="h", y=-0.2), margin=dict(l=70, r=20, t=50, b=40),
+        annotations=_catalog_annotations(names, cx, cy, xaxis, yaxis, np.column_stack([x[thin], y[thin]])))
     return fig
+
+
+#: the scatter's height and the plot area the labels are placed for: the page's 1200 px column less the
+#: margins and the legend below, taken a little small (a narrower window brings points closer)
+PLOT_HEIGHT = 520
+_AREA_PX = (1000.0, 360.0)
+_FONT_PX = 10
+
+
+def _axis_px(values: np.ndarray, axis: dict, length: float) -> np.ndarray:
+    lo, hi = axis["range"]
+    v = np.log10(np.where(values > 0, values, np.nan)) if axis["type"] == "log" else values
+    return (v - lo) / (hi - lo) * length
+
+
+def _catalog_annotations(names, cx, cy, xaxis: dict, yaxis: dict, dots: np.ndarray) -> list[dict]:
+    """The catalog chips' names as annotations placed without overlap (dse.report.labels.greedy_places, on the
+    nominal plot area with each text's box estimated from its length); a name moved off its star gets a line."""
+    from dse.report.labels import greedy_places
+
+    if not names:
+        return []
+    w, h = _AREA_PX
+    pts = np.column_stack([_axis_px(np.asarray(cx, float), xaxis, w), _axis_px(np.asarray(cy, float), yaxis, h)])
+    near = np.column_stack([_axis_px(dots[:, 0], xaxis, w), _axis_px(dots[:, 1], yaxis, h)])
+    sizes = [(0.62 * _FONT_PX * len(n) + 6, _FONT_PX * 1.4 + 4) for n in names]
+    places = greedy_places(pts, sizes, [16.0] * len(names), (0.0, 0.0, w, h), dots=near)
+    out = []
+    for n, a, b, p, pl in zip(names, cx, cy, pts, places):
+        dx, dy = pl.x - p[0], pl.y - p[1]
+        ann = dict(text=escape(n), x=float(np.log10(a)) if xaxis["type"] == "log" else float(a),
+                   y=float(np.log10(b)) if yaxis["type"] == "log" else float(b), xref="x", yref="y",
+                   xanchor=pl.ha, yanchor="middle" if pl.va == "center" else pl.va, font=dict(size=_FONT_PX))
+        if pl.far:  # off its star: a thin line back to it
+            ann.update(showarrow=True, ax=dx, ay=-dy, arrowhead=0, arrowwidth=0.8, arrowcolor="#777", standoff=6)
+        else:
+            ann.update(showarrow=False, xshift=dx, yshift=dy)
+        out.append(ann)
+    return out
 
 
 def _plotly_axis(st: _Study, name: str, values: np.ndarray) -> dict:
     """Axis title, log or linear, and SI ticks with the unit (2ms, 80GB) where the unit scales."""
     sym = _eng_unit(st.units.get(name, ""))
-    axis: dict = dict(title=_axis_label(st, name, with_unit=not sym), type="log" if _wide(values) else "linear")
+    log = _wide(values)
+    axis: dict = dict(title=_axis_label(st, name, with_unit=not sym), type="log" if log else "linear",
+                      range=_range(values, log))
     if sym:
         axis.update(tickformat="~s", ticksuffix=sym)  # 500µs, 1.5ms, 80GB
     return axis
+
+
+def _range(values: np.ndarray, log: bool) -> list[float]:
+    """The axis range over ``values`` with 6% room each side (log10 units on a log axis, as plotly takes it):
+    fixed, so that the labels placed for it stay where they were placed."""
+    v = values[np.isfinite(values) & (values > 0)] if log else values[np.isfinite(values)]
+    if not v.size:
+        return [0.0, 1.0]
+    if log:
+        v = np.log10(v)
+    lo, hi = float(v.min()), float(v.max())
+    span = (hi - lo) or (abs(hi) * 0.1 if hi else 1.0)
+    return [lo - 0.06 * span, hi + 0.06 * span]
+
+
+def _ticks(lo: float, hi: float, log: bool, integer: bool = False) -> list[float]:
+    """A few round tick values within [lo, hi]: 1-2-5 per decade on a log axis, else 'nice' steps."""
+    from matplotlib.ticker import LogLocator, MaxNLocator
+
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return []
+    if hi <= lo:
+        return [float(lo)]
+    if log:
+        ticks = [t for t in LogLocator(base=10, subs=(1.0,)).tick_values(lo, hi) if lo <= t <= hi]
+        if len(ticks) < 3:
+            ticks = [t for t in LogLocator(base=10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi) if lo <= t <= hi]
+    else:
+        ticks = [t for t in MaxNLocator(nbins=5, integer=integer).tick_values(lo, hi) if lo <= t <= hi]
+    if len(ticks) < 2:
+        ticks = sorted(set(ticks) | {float(lo), float(hi)})
+    return [float(t) for t in ticks]
+
+
+def _numeric_dimension(label: str, unit: str, v: np.ndarray, integer: bool = False) -> dict:
+    """A parallel-coordinates axis: values (log10 on a wide one) and ticks written as dse writes the quantity
+    (dse.report.axes.tick_texts: '1.4 GHz', '128 KiB', '3.4 ms'), never plotly's bare SI ('1.4G'); a unit that
+    does not scale (mm^2, $) goes in the label once. A few distinct values (a choice) are the ticks themselves."""
+    log = _wide(v)
+    fin = v[np.isfinite(v)]
+    distinct = np.unique(fin)
+    if 0 < distinct.size <= 6:
+        ticks = [float(t) for t in distinct]
+    else:
+        ticks = _ticks(float(fin.min()), float(fin.max()), log, integer) if fin.size else []
+    scaled = _dimension(unit)[0] in _SCALED
+    name = label + (f" [{unit}]" if unit and not scaled else "") + (" (log)" if log else "")
+    text = tick_texts(ticks, unit)
+    if log:
+        return dict(label=name, values=np.log10(v), tickvals=[float(np.log10(t)) for t in ticks], ticktext=text)
+    return dict(label=name, values=v, tickvals=ticks, ticktext=text)
 
 
 def _parcoords_figure(st: _Study, cap: int):
@@ -155,13 +247,10 @@ def _parcoords_figure(st: _Study, cap: int):
         s = rows[c]
         label = column_label(c)
         unit = st.units.get(label, "") if c.startswith("obj.") else str(_space_entry(st.meta, c).get("unit") or "")
-        unit = "" if unit.strip() in ("1", "-") else unit
+        unit = "" if unit.strip() in ("1", "-", "None") else unit
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             v = _num(s)
-            if _wide(v):
-                dims.append(dict(label=f"log10 {label}" + (f" [{unit}]" if unit else ""), values=np.log10(v)))
-            else:
-                dims.append(dict(label=label + (f" [{unit}]" if unit else ""), values=v, tickformat="~s"))
+            dims.append(_numeric_dimension(label, unit, v, integer=pd.api.types.is_integer_dtype(s)))
         else:
             cats = sorted(s.astype(str).unique())
             code = {c_: i for i, c_ in enumerate(cats)}
@@ -173,11 +262,12 @@ def _parcoords_figure(st: _Study, cap: int):
     first = st.objectives[0]
     color = _num(rows[cols[0]])
     log = _wide(color)
+    cdim = _numeric_dimension(first, st.units.get(first, ""), color)
     fig = go.Figure(go.Parcoords(
         dimensions=dims,
-        line=dict(color=np.log10(color) if log else color, colorscale="Viridis",
+        line=dict(color=cdim["values"], colorscale="Viridis",
                   reversescale=st.directions[first] != MAXIMIZE, showscale=True,
-                  colorbar=dict(title=("log10 " if log else "") + first))))
+                  colorbar=dict(title=cdim["label"], tickvals=cdim["tickvals"], ticktext=cdim["ticktext"]))))
     note = f" ({len(rows)} of {st.n_feasible} feasible shown)" if len(rows) < st.n_feasible else ""
     fig.update_layout(template="plotly_white", height=480, margin=dict(l=80, r=60, t=70, b=30),
                       title=f"Feasible designs: parameters and objectives{note}")

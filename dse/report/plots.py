@@ -11,11 +11,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dse.pareto import MAXIMIZE
-from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide
-from dse.report.view import _BOUND_ORDER, _Study, _num, _time_split_columns
+from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, unit_ticks
+from dse.report.labels import Label, place_labels
+from dse.report.view import _BOUND_ORDER, _plural, _space_entry, _Study, _num, _time_split_columns
 from dse.study.results import atomic_write, front_mask
+from dse.units import format_percent
 
 PLOTS = "plots"
 BOUND_PNG = f"{PLOTS}/bound.png"
@@ -36,35 +39,97 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _format_axis(axis, st: _Study, name: str) -> None:
-    sym = _eng_unit(st.units.get(name, ""))
-    if sym:
-        from matplotlib.ticker import EngFormatter
-
-        axis.set_major_formatter(EngFormatter(unit=sym))
+def _format_axis(axis, st: _Study, name: str, log: bool = False) -> None:
+    unit = st.units.get(name, "")
+    if _eng_unit(unit):
+        unit_ticks(axis, unit, log)
 
 
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("._") or "x"
 
 
-def _pair_png(st: _Study, xn: str, yn: str) -> bytes:
+_CAT_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
+               "tab:cyan", "0.35", "gold")
+
+
+def _text_params(st: _Study) -> list[str]:
+    """The parameters whose values are names (number formats, HBM generations) and that vary in the table."""
+    out = []
+    for c in st.params:
+        s = st.t[c]
+        if not pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and s.astype(str).nunique() > 1:
+            out.append(c)
+    return out
+
+
+def _colour_param(st: _Study, cols: list[str]) -> str | None:
+    """The name-valued parameter the points are coloured by: the one with the most values (at most 10)."""
+    fits = [c for c in cols if st.t[c].astype(str).nunique() <= len(_CAT_COLORS)]
+    return max(fits, key=lambda c: st.t[c].astype(str).nunique()) if fits else None
+
+
+def _short(col: str) -> str:
+    return col[2:].rsplit(".", 1)[-1]
+
+
+def _names_of(row: pd.Series, cols: list[str]) -> str:
+    """What a front point is, by its name-valued parameters: 'mxfp6' or 'weights mxfp6, kv fp8_e4m3'."""
+    if len(cols) == 1:
+        return str(row[cols[0]])
+    return ", ".join(f"{_short(c)} {row[c]}" for c in cols)
+
+
+#: label the front points by their name-valued parameters when the 2-D front has at most this many
+MAX_FRONT_LABELS = 12
+
+
+def _pair_figure(st: _Study, xn: str, yn: str):
+    """The Pareto scatter of two objectives (matplotlib Figure): designs, the 2-D front, catalog chips.
+
+    Points are coloured by a parameter whose values are names (the number format of the weights, say; legend
+    on the right) and the front's points carry their names; labels never overlap (dse.report.labels)."""
     t, xc, yc = st.t, st.obj_col(xn), st.obj_col(yn)
     x, y = _num(t[xc]), _num(t[yc])
     fin = np.isfinite(x) & np.isfinite(y)
     feas = t["feasible"].to_numpy(dtype=bool)
     f2 = front_mask(t, st.meta, xn, yn) & fin
     fall = (t["feasible"] & (t["pareto_rank"] == 0)).to_numpy(dtype=bool) & fin & ~f2
-    fig = _new_figure(7.2, 5.2)
+    named = _text_params(st)
+    ccol = _colour_param(st, named)
+    fig = _new_figure(7.2 if ccol is None else 8.4, 5.2)
     ax = fig.add_subplot()
-    m = ~feas & fin
-    if m.any():
-        ax.scatter(x[m], y[m], marker="x", s=14, linewidths=0.8, color="0.65", label=f"infeasible ({m.sum()})",
-                   zorder=1)
-    m = feas & fin & ~f2
-    if m.any():
-        ax.scatter(x[m], y[m], s=12, color="tab:blue", alpha=0.25, linewidths=0,
-                   label=f"feasible ({int((feas & fin).sum())})", zorder=2)
+    handles = []
+    if ccol is None:
+        m = ~feas & fin
+        if m.any():
+            ax.scatter(x[m], y[m], marker="x", s=14, linewidths=0.8, color="0.65",
+                       label=f"infeasible ({m.sum()})", zorder=1)
+        m = feas & fin & ~f2
+        if m.any():
+            ax.scatter(x[m], y[m], s=12, color="tab:blue", alpha=0.25, linewidths=0,
+                       label=f"feasible ({int((feas & fin).sum())})", zorder=2)
+    else:
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        vals = t[ccol].astype(str).to_numpy()
+        order = [str(c) for c in (_space_entry(st.meta, ccol).get("choices") or [])]
+        cats = [c for c in order if c in set(vals)] + sorted(set(vals) - set(order))
+        for k, v in enumerate(cats):
+            col = _CAT_COLORS[k]
+            m = (vals == v) & ~feas & fin
+            if m.any():
+                ax.scatter(x[m], y[m], marker="x", s=16, linewidths=0.9, color=col, alpha=0.55, zorder=1)
+            m = (vals == v) & feas & fin & ~f2
+            if m.any():
+                ax.scatter(x[m], y[m], s=14, color=col, alpha=0.6, linewidths=0, zorder=2)
+            handles.append(Patch(color=col, label=v))
+        n_bad, n_ok = int((~feas & fin).sum()), int((feas & fin).sum())
+        if n_bad:
+            ax.scatter([], [], marker="x", s=16, color="0.4", label=f"infeasible ({n_bad})")
+        if n_ok:
+            ax.add_line(Line2D([], [], marker="o", ls="none", ms=4, color="0.4", label=f"feasible ({n_ok})"))
     if fall.any() and len(st.objectives) > 2:
         ax.scatter(x[fall], y[fall], s=26, facecolors="none", edgecolors="tab:blue", linewidths=0.9,
                    label="front over all objectives", zorder=3)
@@ -76,28 +141,43 @@ def _pair_png(st: _Study, xn: str, yn: str) -> bytes:
     names, cx, cy, off = _catalog_points(st, xc, yc, x[fin], y[fin])
     if names:
         ax.scatter(cx, cy, marker="*", s=110, color="black", label="catalog chips", zorder=5)
-        for name, a, b in zip(names, cx, cy):
-            ax.annotate(name, (a, b), xytext=(4, 4), textcoords="offset points", fontsize=7.5)
         xs.append(cx)
         ys.append(cy)
+    note = None
     if off:
-        ax.text(0.99, 0.01, "catalog chips off this scale: " + ", ".join(off), transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=7, color="0.35", wrap=True)
+        note = ax.text(0.99, 0.01, "catalog chips off this scale: " + ", ".join(off), transform=ax.transAxes,
+                       ha="right", va="bottom", fontsize=7, color="0.35", wrap=True)
     if not fin.any() and len(xs) == 1:
         ax.text(0.5, 0.5, "no design with finite values", ha="center", va="center", transform=ax.transAxes)
-    if _wide(np.concatenate(xs)):
+    xlog, ylog = _wide(np.concatenate(xs)), _wide(np.concatenate(ys))
+    if xlog:
         ax.set_xscale("log")
-    if _wide(np.concatenate(ys)):
+    if ylog:
         ax.set_yscale("log")
     ax.set_xlabel(_axis_label(st, xn, with_unit=not _eng_unit(st.units.get(xn, ""))))
     ax.set_ylabel(_axis_label(st, yn, with_unit=not _eng_unit(st.units.get(yn, ""))))
-    _format_axis(ax.xaxis, st, xn)
-    _format_axis(ax.yaxis, st, yn)
+    _format_axis(ax.xaxis, st, xn, xlog)
+    _format_axis(ax.yaxis, st, yn, ylog)
     ax.set_title(f"{yn} vs {xn}", fontsize=11)
     ax.grid(True, alpha=0.3, which="both", lw=0.5)
+    if handles:
+        title = ccol[2:]  # the parameter as the study file names it (workload.formats.weights)
+        fig.legend(handles=handles, title=title, fontsize=8, title_fontsize=8, loc="outside right upper",
+                   frameon=False)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="best", framealpha=0.85)
-    return _png(fig)
+    labels = [Label(float(a), float(b), n, dict(fontsize=7.5), marker_pt=10.5) for n, a, b in zip(names, cx, cy)]
+    if named and f2.any():
+        front = t[f2].drop_duplicates(subset=st.params) if st.params else t[f2]
+        if len(front) <= MAX_FRONT_LABELS:
+            labels += [Label(float(r[xc]), float(r[yc]), _names_of(r, named), dict(fontsize=7, color="darkred"),
+                             marker_pt=5.0) for _, r in front.iterrows()]
+    place_labels(ax, labels, avoid=[ax.get_legend(), note], points=(x[fin], y[fin]))
+    return fig
+
+
+def _pair_png(st: _Study, xn: str, yn: str) -> bytes:
+    return _png(_pair_figure(st, xn, yn))
 
 
 def _single_png(st: _Study, name: str) -> bytes:
@@ -116,67 +196,117 @@ def _single_png(st: _Study, name: str) -> bytes:
         order = np.argsort(trial[feas], kind="stable")
         acc = np.maximum.accumulate if st.directions[name] == MAXIMIZE else np.minimum.accumulate
         ax.step(trial[feas][order], acc(v[feas][order]), where="post", color="tab:red", label="best so far")
-    if _wide(v):
+    log = _wide(v)
+    if log:
         ax.set_yscale("log")
     ax.set_xlabel("trial")
-    ax.set_ylabel(_axis_label(st, name))
+    ax.set_ylabel(_axis_label(st, name, with_unit=not _eng_unit(st.units.get(name, ""))))
+    _format_axis(ax.yaxis, st, name, log)
     ax.grid(True, alpha=0.3, lw=0.5)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     return _png(fig)
 
 
-def _bound_png(st: _Study, max_designs: int = 25) -> bytes | None:
+_BOUND_COLORS = {"compute": "tab:red", "matrix": "tab:red", "vector": "tab:orange", "memory": "tab:blue",
+                 "other": "0.6"}
+
+
+def _range_pct(v: np.ndarray) -> str:
+    """'94-99%' (the spread of a share over the designs), or '98%' when they all round alike."""
+    lo, hi = format_percent(float(np.nanmin(v))), format_percent(float(np.nanmax(v)))
+    return lo if lo == hi else f"{lo[:-1]}-{hi}"
+
+
+def _bound_figure(st: _Study, max_designs: int = 25):
+    """Where the front designs are bound (matplotlib Figure, or None without bound columns).
+
+    Left: the designs by the resource that bounds them (m.bound), the front against all feasible designs;
+    a bound that all of them share is said once, in the title, not in every bar. Right: each front design's
+    time per step (best first by the first objective) split by the resource bounding each operator, so the
+    bars differ by what differs (the time and the mix); the spread of the shares is in the title."""
     fr = st.front
     split = _time_split_columns(fr)
     has_bound = "m.bound" in fr.columns
     if fr.empty or not (has_bound or split):
         return None
-    panels = int(has_bound) + int(bool(split))
-    shown = fr.head(max_designs)
-    fig = _new_figure(6.0 * panels if panels > 1 else 7.0, max(3.6, 0.9 + 0.22 * len(shown)))
-    axes = fig.subplots(1, panels, squeeze=False)[0]
-    colors = {"compute": "tab:red", "matrix": "tab:red", "vector": "tab:orange", "memory": "tab:blue"}
-    i = 0
+    feas = st.t[st.t["feasible"]]
+    cats = []
     if has_bound:
+        cats = sorted(set(feas["m.bound"].astype(str)) | set(fr["m.bound"].astype(str)),
+                      key=lambda b: (_BOUND_ORDER.index(b) if b in _BOUND_ORDER else 99, b))
+    mixed = len(cats) > 1  # one bound for every design is a sentence, not a panel of one-colour bars
+    panels = int(mixed) + int(bool(split))
+    if panels == 0:
+        panels = 1
+    shown = fr.head(max_designs)
+    fig = _new_figure(6.2 * panels if panels > 1 else 7.6, max(3.6, 1.4 + 0.22 * len(shown)))
+    axes = fig.subplots(1, panels, squeeze=False, width_ratios=[1, 1.4] if panels > 1 else None)[0]
+    if has_bound and not mixed:
+        fig.suptitle(f"Every feasible design is {cats[0]}-bound (m.bound): the {_plural(len(fr), 'design')} on the"
+                     f" front and all {len(feas)} feasible", fontsize=10)
+    i = 0
+    if mixed:
         ax = axes[i]
         i += 1
-        groups = [("front", fr), ("all feasible", st.t[st.t["feasible"]])]
-        cats = sorted(set(st.t.loc[st.t["feasible"], "m.bound"].astype(str)) | set(fr["m.bound"].astype(str)),
-                      key=lambda b: (_BOUND_ORDER.index(b) if b in _BOUND_ORDER else 99, b))
+        groups = [(f"front\n({_plural(len(fr), 'design')})", fr),
+                  (f"all feasible\n({_plural(len(feas), 'design')})", feas)]
         left = np.zeros(len(groups))
         for b in cats:
             share = np.array([(g["m.bound"].astype(str) == b).mean() if len(g) else 0.0 for _, g in groups])
             cnt = [int((g["m.bound"].astype(str) == b).sum()) for _, g in groups]
-            ax.barh([g for g, _ in groups], share, left=left, height=0.5, color=colors.get(b, None),
+            ax.barh([g for g, _ in groups], share, left=left, height=0.5, color=_BOUND_COLORS.get(b),
                     label=f"{b}-bound")
             for yi, (w, x0, n) in enumerate(zip(share, left, cnt)):
-                if w >= 0.08:
-                    ax.text(x0 + w / 2, yi, str(n), ha="center", va="center", fontsize=8, color="white")
+                if 0.08 <= w < 1.0:  # a bar of one colour needs no number: its label says how many
+                    ax.text(x0 + w / 2, yi, f"{n} ({format_percent(w)})", ha="center", va="center", fontsize=8,
+                            color="white")
             left += share
         ax.set_xlim(0, 1)
-        ax.set_xlabel("share of designs (count in the bar)")
+        ax.xaxis.set_major_formatter(_percent)
+        ax.set_xlabel("share of designs")
         ax.set_title("what bounds the designs (m.bound)", fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
         ax.invert_yaxis()
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4, frameon=False)
     if split:
         ax = axes[i]
         T = np.column_stack([_num(shown[c]) for c, _ in split])
-        tot = np.nansum(T, axis=1)
+        names = [n for _, n in split]
+        if "m.time_s" in shown.columns:  # what the bounds do not cover (overheads), if anything
+            rest = _num(shown["m.time_s"]) - np.nansum(T, axis=1)
+            if np.nanmax(np.where(np.isfinite(rest), rest, 0.0) / np.maximum(np.nansum(T, axis=1), 1e-300)) > 1e-6:
+                T = np.column_stack([T, np.clip(rest, 0.0, None)])
+                names.append("other")
+        T = np.nan_to_num(T)
+        tot = T.sum(axis=1)
         frac = np.divide(T, tot[:, None], out=np.zeros_like(T), where=tot[:, None] > 0)
         labels = [f"trial {v}" for v in shown["trial"]]
         left = np.zeros(len(shown))
-        for j, (_, n) in enumerate(split):
-            ax.barh(labels, np.nan_to_num(frac[:, j]), left=left, color=colors.get(n), label=f"{n}-bound")
-            left += np.nan_to_num(frac[:, j])
-        ax.set_xlim(0, 1)
+        parts = []
+        for j, n in enumerate(names):
+            if not T[:, j].any():  # a resource that bounds no operator of these designs: not drawn, not listed
+                continue
+            ax.barh(labels, T[:, j], left=left, color=_BOUND_COLORS.get(n), label=f"{n}-bound" if n != "other" else n)
+            left += T[:, j]
+            parts.append(f"{n} {_range_pct(frac[:, j])}")
         ax.invert_yaxis()
         ax.tick_params(axis="y", labelsize=7)
-        ax.set_xlabel("share of time")
-        more = f" (best {len(shown)} of {len(fr)})" if len(fr) > len(shown) else ""
-        ax.set_title(f"time split of the front designs{more}", fontsize=10)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4, frameon=False)
-    return _png(fig)
+        unit_ticks(ax.xaxis, "s")
+        ax.set_xlabel("time per step, split by the resource bounding each operator")
+        more = f"best {len(shown)} of {len(fr)}" if len(fr) > len(shown) else f"{len(shown)}"
+        ax.set_title(f"time of the front designs ({more}, by {st.objectives[0]})\nshare of time: "
+                     + ", ".join(parts), fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
+    return fig
+
+
+def _percent(v, pos=None) -> str:
+    return format_percent(v)
+
+
+def _bound_png(st: _Study, max_designs: int = 25) -> bytes | None:
+    fig = _bound_figure(st, max_designs)
+    return None if fig is None else _png(fig)
 
 
 def _write_plots(root: Path, st: _Study) -> dict[str, Path]:

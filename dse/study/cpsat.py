@@ -3,12 +3,15 @@
 `solver: {method: cpsat_tiles}`: for every base chip (the study's base, or each
 of a `base: {choice: [...]}` space entry) and every workload, the tile shape of
 each GEMM-like operator that minimizes its time (tie-break: off-chip traffic),
-proven optimal (dse.solvers.cpsat_tiles). Writes `tiles.csv` and `report.md`.
+proven optimal (dse.solvers.cpsat_tiles). Writes `tiles.csv`, `report.md`, `report.html` and
+`plots/tiles.png` (dse.report.exact: each workload's time with these tiles against the heuristic's).
 
 `solver: {method: cpsat_split}`: the units, local buffer, L2, HBM stacks and
 clock of one die (the study's space) that minimize the workload mix's time
 under reticle, shoreline, TDP and capacity, proven optimal
-(dse.solvers.cpsat_split). Writes `split.csv` and `report.md`.
+(dse.solvers.cpsat_split). Writes `split.csv` and, for the chosen die evaluated as any study's design,
+the results and reports every study writes (trials, pareto.csv, catalog.csv, report.md, report.html,
+plots/*.png).
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dse.errors import SpecError
 from dse.evaluate import evaluate_design
 from dse.fileio import atomic_write
 from dse.hardware import Chips, load_chip, with_overrides
+from dse.report.exact import write_tiles_report
 from dse.solvers.cpsat_split import solve_split
 from dse.solvers.cpsat_tiles import solve_workload_tiles
-from dse.study.problem import design_space, group_workloads
+from dse.study.problem import MetricsLog, catalog_points, design_space, group_workloads, make_problem, results_table
 from dse.units import format_quantity
 
 
@@ -60,21 +65,17 @@ def run_tiles(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     if write:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(out_dir / "tiles.csv", table.to_csv(index=False))
-        lines = [f"# {spec.name}", "", spec.question or "", "",
-                 f"CP-SAT tile shapes, {len(table)} operators, solved in {time.perf_counter() - t0:.1f} s; "
-                 f"every status OPTIMAL: {bool((table.status == 'OPTIMAL').all())}.", "",
-                 "| chip | workload | op | T_M | T_N | T_K | split-K | time | traffic | working set |",
-                 "|---|---|---|---|---|---|---|---|---|---|"]
-        for r in table.itertuples():
-            lines.append(f"| {r.chip} | {r.workload} | {r.op} | {r.t_m} | {r.t_n} | {r.t_k} | {r.split_k} | "
-                         f"{format_quantity(r.time_s, 'time')} | {format_quantity(r.traffic_bytes, 'bytes')} | "
-                         f"{format_quantity(r.working_set_bytes, 'bytes')} |")
-        atomic_write(out_dir / "report.md", "\n".join(lines) + "\n")
+        meta = {"name": spec.name, "question": spec.question, "base_chip": ", ".join(c.name for c in _bases(spec)),
+                "workloads": [w.name for w, _ in _workloads(spec)],
+                "solver": {"method": "cpsat_tiles", "seed": spec.solver.seed},
+                "elapsed_s": round(time.perf_counter() - t0, 3)}
+        write_tiles_report(out_dir, table, meta)
     return table
 
 
 def run_split(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     """The proven-optimal resource split of one die for the study's workload mix."""
+    t0 = time.perf_counter()
 
     tdp = next((t.params.get("max") for t in spec.constraints if t.name == "tdp"), None)
     reticle = next((t.params.get("max") for t in spec.constraints if t.name == "reticle"), None)
@@ -91,14 +92,38 @@ def run_split(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     if write:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(out_dir / "split.csv", table.to_csv(index=False))
-        p = choice.params
-        lines = [f"# {spec.name}", "", spec.question or "", "",
-                 f"CP-SAT split of one {spec.base.process} die over {choice.info.get('designs'):,} designs: "
-                 f"status {choice.status} in {choice.solve_time_s:.2f} s.", "",
-                 f"- units: {p['units']}", f"- local buffer: {format_quantity(p['local_buffer'], 'bytes')}",
-                 f"- L2: {format_quantity(p['l2'], 'bytes')}", f"- HBM stacks: {p['hbm.stacks']}",
-                 f"- clock: {format_quantity(p['clock'], 'frequency')}",
-                 f"- mix time: {format_quantity(choice.time_s, 'time')}, die area {choice.die_area_mm2:.1f} mm^2, "
-                 f"power {choice.power_w:.0f} W"]
-        atomic_write(out_dir / "report.md", "\n".join(lines) + "\n")
+        _write_split_report(spec, out_dir, choice, time.perf_counter() - t0)
     return table
+
+
+def _write_split_report(spec, out_dir: Path, choice, elapsed: float) -> None:
+    """The chosen die as a study of one design: evaluated as every study's designs are (objectives, constraints,
+    metrics), written as every study's results (trials, front, catalog) and reports (report.md, report.html,
+    plots: the objective and where the design's time goes)."""
+    from types import SimpleNamespace
+
+    from dse.report import write_reports
+    from dse.study.results import write_results
+    from dse.study.run import meta_of
+
+    log = MetricsLog(design_space(spec).names)
+    problem = make_problem(spec, log)
+    point = {n: np.array([choice.params[n]]) for n in problem.space.names}
+    F, G = problem.evaluate_batch(point)
+    ok = bool(np.all(G <= 0))
+    found = pd.DataFrame({**{n: v for n, v in point.items()},
+                          **{c: F[:, j] for j, c in enumerate(problem.objective_names)},
+                          **{c: G[:, j] for j, c in enumerate(problem.constraint_names)},
+                          "feasible": [ok], "pareto_rank": [0 if ok else -1]})
+    designs = choice.info.get("designs")
+    message = (f"CP-SAT: status {choice.status} over {designs:,} designs in "
+               f"{format_quantity(choice.solve_time_s, 'time')}" if designs else f"CP-SAT: status {choice.status}")
+    result = SimpleNamespace(table=found, n_evaluated=1, n_feasible=int(ok), status=choice.status.lower(),
+                             message=message, info={})
+    table = results_table(spec, result, problem, log)
+    meta = meta_of(spec, problem, result, elapsed)
+    meta["solver"] = {"method": "cpsat_split", "status": choice.status, "designs": designs,
+                      "solve time": format_quantity(choice.solve_time_s, "time"), "seed": spec.solver.seed}
+    cat = catalog_points(spec)
+    write_results(out_dir, table, meta, cat)
+    write_reports(out_dir, table, meta, cat)

@@ -307,37 +307,47 @@ def _clean(o):
 _COLORS = {"matrix": "#4C72B0", "vector": "#55A868", "memory": "#C44E52", "overhead": "#8C8C8C"}
 
 
-def _chart(res) -> bytes:
-    """Grouped bars: per workload, each design's time by resource (matrix-, vector-, memory-bound, overhead)."""
-    import io
-
+def _chart_figure(res):
+    """Per workload, each design's time per step as one bar split by resource (matrix-, vector-, memory-bound,
+    overhead), its total written on top with the change against the design it is compared with."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import EngFormatter
+
+    from dse.report.axes import unit_ticks
 
     spec = res.spec
     n = len(spec.workloads)
     names = [d.name for d in spec.designs]
     width = max(6.0, 1.1 * len(names) + 2.0)
-    fig = Figure(figsize=(width, 3.2 * n + 0.6), dpi=100, layout="constrained")
+    fig = Figure(figsize=(width, 3.4 * n + 0.6), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     m = res.metrics
     x = np.arange(len(names))
-    classes = [c for c in CLASSES]
-    bw = 0.8 / len(classes)
     for ax, wl in zip(axes, spec.workloads):
         sub = m[m.workload == wl.name].set_index("design")
-        data = {c: [] for c in classes}
-        for d in names:
-            tb = (_time_by_resource(sub.loc[d]) if not isinstance(sub.loc[d, "error"], str)
-                  else {c: math.nan for c in classes})
-            for c in classes:
-                data[c].append(tb[c])
-        for i, c in enumerate(classes):
-            vals = np.nan_to_num(np.array(data[c], dtype=float))
-            ax.bar(x + (i - (len(classes) - 1) / 2) * bw, vals, bw, label=f"{c}-bound" if c != "overhead" else c,
-                   color=_COLORS[c])
+        ok = [not isinstance(sub.loc[d, "error"], str) for d in names]
+        split = [_time_by_resource(sub.loc[d]) if good else {c: math.nan for c in CLASSES}
+                 for d, good in zip(names, ok)]
+        bottom = np.zeros(len(names))
+        for c in CLASSES:
+            vals = np.nan_to_num(np.array([tb[c] for tb in split], dtype=float))
+            if not vals.any():
+                continue
+            ax.bar(x, vals, 0.6, bottom=bottom, label=f"{c}-bound" if c != "overhead" else c, color=_COLORS[c])
+            bottom += vals
+        totals = [float(sub.loc[d, "time_s"]) if good else math.nan for d, good in zip(names, ok)]
+        top = np.nanmax([t for t in totals if math.isfinite(t)] or [1.0])
+        for xi, (d, good, tot) in enumerate(zip(names, ok, totals)):
+            ref = spec.design(d).compare_to
+            if not good or not math.isfinite(tot):
+                ax.text(xi, 0.02 * top, "not evaluated", ha="center", va="bottom", fontsize=7, rotation=90)
+                continue
+            text = _fmt(tot, "s")
+            if ref:
+                text += f"\n{_fmt_pct(_pct(tot, float(sub.loc[ref, 'time_s'])))} vs {ref}"
+            ax.text(xi, tot + 0.015 * top, text, ha="center", va="bottom", fontsize=7)
+        ax.set_ylim(0, top * 1.22)
         bad = [not bool(sub.loc[d, "feasible"]) for d in names]
         ax.set_xticks(x)
         labels = ax.set_xticklabels([f"{d} *" if b else d for d, b in zip(names, bad)], rotation=20, ha="right",
@@ -345,12 +355,25 @@ def _chart(res) -> bytes:
         for lab, b in zip(labels, bad):
             if b:
                 lab.set_color("#C44E52")
-        ax.yaxis.set_major_formatter(EngFormatter(unit="s"))
+        unit_ticks(ax.yaxis, "s")
         ax.set_ylabel("time per step")
         ax.set_title(wl.name, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8, ncols=4, loc="upper right")
-    fig.suptitle(f"What-if {spec.name}: time by resource (* violates a constraint)", fontsize=10)
+    handles = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    order = [f"{c}-bound" if c != "overhead" else c for c in CLASSES]
+    keys = [k for k in order if k in handles]
+    fig.legend([handles[k] for k in keys], keys, fontsize=8, ncols=4, loc="outside lower center", frameon=False)
+    fig.suptitle(f"What-if {spec.name}: time per step by resource, total on each bar (* violates a constraint)",
+                 fontsize=10)
+    return fig
+
+
+def _chart(res) -> bytes:
+    import io
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    _chart_figure(res).savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
