@@ -81,7 +81,7 @@ def _tiles_lines(meta: Mapping) -> list[str]:
     if not isinstance(t, Mapping) or not t.get("used"):
         return []
     if t["used"] != "cpsat":
-        return [f"tiles: the evaluator's default (heuristic) tiles; {t.get('reason', '')}"]
+        return [f"tiles: the evaluator's default (heuristic) tiles ({t.get('reason', '')})"]
     out = [f"tiles: CP-SAT-optimal tiles per design ({t.get('reason', '')})"]
     c = t.get("cache") or {}
     if c:

@@ -48,7 +48,7 @@ RDB count query) goes through :mod:`dse.solvers.optuna_compat`.
 
 NSGA-II settings and why
 ------------------------
-Measured with ``benchmarks/bench_search.py``: three discrete spaces with an
+Measured with ``benchmarks/bench_search.py --grid``: three discrete spaces with an
 exact grid front (Qwen3-8B decode chip, 3 objectives, 114,816 points; a
 prefill + decode mix, 3 objectives, 114,816 points; a 2-objective prefill
 space, 138,240 points). Quality = hypervolume of a run's feasible points /
@@ -675,7 +675,7 @@ class OptunaSolver(Solver):
 def default_population(budget: int, batch: int | None = None) -> int:
     """NSGA-II population when none is given: about 1.5 sqrt(budget), a multiple of 10 in [20, 500].
 
-    Measured (benchmarks/bench_search.py, 3 seeds): 50 is best at 1,000
+    Measured (benchmarks/bench_search.py --grid, 3 seeds): 50 is best at 1,000
     evaluations and 100-130 at 5,000 (see the module docstring); 1.5 sqrt(budget) gives 50
     and 110. ``batch`` is not used: with NSGA-II the batch is the generation.
     """
