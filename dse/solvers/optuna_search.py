@@ -120,6 +120,7 @@ POLYNOMIAL_ETA = 20.0  # distribution index of the polynomial mutation (Deb et a
 BIG = 1e300  # stands in for a non-finite value (Optuna refuses NaN)
 RAW_KEY = "dse:raw"  # user attr: the raw values of a trial that had a non-finite one
 NAMES_KEY = "dse:names"  # study user attr: parameter, objective and constraint names
+EVALUATION_KEY = "dse:evaluation"  # study user attr: what the values depend on beyond the names (tiles: cpsat)
 NAN_OBJECTIVE = "objective_nan"  # extra constraint set (to 1) on a trial with a NaN objective
 MAX_REDRAWS = 4  # rounds of re-asking to replace duplicate points within one batch
 ENUMERATE_LIMIT = 1_000_000  # a discrete space this small is enumerated to find its unseen points
@@ -390,7 +391,7 @@ class OptunaSolver(Solver):
 
     def __init__(self, problem, *, seed=0, budget=None, method="nsga2", batch=100, storage=None,
                  study_name="dse", population=None, progress=None, init="lhs", mutation="polynomial",
-                 mutation_prob=None, unique=True):
+                 mutation_prob=None, unique=True, evaluation=None):
         super().__init__(problem, seed=seed, budget=budget)
         if method not in METHODS:
             raise SpecError(f"unknown Optuna method '{method}'; known: {', '.join(METHODS)}")
@@ -423,6 +424,9 @@ class OptunaSolver(Solver):
         self.mutation = mutation
         self.mutation_prob = mutation_prob
         self.unique = bool(unique)
+        # what the stored values depend on beyond the names (e.g. {'tiles': 'cpsat'}): a rerun with other
+        # settings must not resume them (empty: the evaluator's defaults, as every study before had)
+        self.evaluation = dict(evaluation or {})
         self.n_resumed = 0
         self.n_copies = 0  # stored trials identical to another (start time, parameters, values): a journal appended twice
         self.n_redrawn = 0
@@ -533,6 +537,15 @@ class OptunaSolver(Solver):
             diff = [f"{k}: stored {there.get(k)} vs now {v}" for k, v in here.items() if there.get(k) != v]
             raise SpecError(f"storage {where} already holds study '{self.study_name}' for another "
                             f"problem ({'; '.join(diff)}); use another --out or --storage")
+        stored = disk.user_attrs.get(EVALUATION_KEY, {})
+        if stored != self.evaluation:
+            done = disk.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if done:
+                show = lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "the defaults"  # noqa: E731
+                raise SpecError(f"storage {where} holds {len(done):,} trials of study '{self.study_name}' evaluated "
+                                f"with {show(stored)}, and this run evaluates with {show(self.evaluation)} "
+                                f"(e.g. solver.tiles); resuming would mix the two: use another --out or --storage")
+            disk.set_user_attr(EVALUATION_KEY, self.evaluation)
         compat.set_metric_names(disk, prob.objective_names)  # shown by optuna-dashboard and study.metric_names
         return disk
 

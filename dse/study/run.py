@@ -196,7 +196,7 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
         else:
             solver = OptunaSolver(problem, seed=s.seed, budget=s.trials, method=s.method, batch=s.batch,
                                   storage=storage_url, study_name=spec.name, population=s.population,
-                                  progress=bar.update if bar else None)
+                                  progress=bar.update if bar else None, evaluation=study_tiles.evaluation_tag(s))
         try:
             if s.method != "grid" and (s.workers > 1 or s.storage is not None):  # shared storage: dse.study.distributed
                 run_workers(spec, storage_url, bar=bar.bar if bar else None)

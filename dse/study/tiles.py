@@ -175,6 +175,13 @@ class TileCache:
         return dict(self.stats)
 
 
+def evaluation_tag(settings) -> dict:
+    """What a study's stored values depend on beyond its names, for the storage to compare on resume
+    (dse.solvers.optuna_search EVALUATION_KEY): ``{'tiles': 'cpsat'}`` on CP-SAT tiles, else nothing (the
+    evaluator's default tiles, as every study had before solver.tiles was read)."""
+    return {"tiles": "cpsat"} if getattr(settings, "tiles", "heuristic") == "cpsat" else {}
+
+
 _CACHES: dict = {}
 
 

@@ -200,3 +200,15 @@ def test_tiles_with_a_cpsat_method_is_refused(tmp_path):
     with pytest.raises(SpecError) as e:
         load_study(_study(tmp_path, text))
     assert "solver.tiles" in str(e.value) and "cpsat_tiles" in str(e.value), str(e.value)
+
+
+def test_a_journal_of_other_tiles_is_not_resumed(tmp_path):
+    """A rerun into the same journal resumes its trials; trials evaluated on other tiles would mix two
+    evaluations in one front, so they are refused (by name) instead."""
+    text = CACHED.replace("method: grid, trials: 100", "method: random, trials: 4, batch: 4")
+    out = tmp_path / "out"
+    run_study(_study(tmp_path, text, "c.yaml"), out=out, write=False)
+    run_study(_study(tmp_path, text, "c.yaml"), out=out, write=False)  # the same tiles: resumed
+    with pytest.raises(SpecError) as e:
+        run_study(_study(tmp_path, text.replace("tiles: cpsat", "tiles: heuristic"), "h.yaml"), out=out, write=False)
+    assert "tiles: cpsat" in str(e.value) and "resuming would mix" in str(e.value), str(e.value)
