@@ -534,6 +534,33 @@ def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = Fal
     return spec
 
 
+# ------------------------------------------------------------------ solver.tiles (dse.study.tiles)
+
+
+def system_problem() -> str:
+    return ("solver.tiles: cpsat solves the tiles of one chip; a system of several chips (system.chips > 1, "
+            "tensor or pipeline parallel) is one chip with summed resources in the evaluator, which the tile "
+            "model does not build: use tiles: heuristic (or auto) for systems")
+
+
+def has_systems(spec) -> bool:
+    """Some design of the study is a system of several chips (its base, or a value of the space)."""
+    bases = [spec.base]
+    entry = next((e for e in spec.space if e.name == "base"), None)
+    if entry is not None:
+        bases = [load_chip(str(c)) for c in entry.choices]
+    for b in bases:
+        system = getattr(b, "system", None)
+        if b is not None and system is not None and float(getattr(system, "chips", 1) or 1) != 1:
+            return True
+    for e in spec.space:
+        if e.name == "system.chips":
+            values = list(e.choices) if e.kind == "choice" else [e.low, e.high]
+            if any(float(v) != 1 for v in values):
+                return True
+    return False
+
+
 # ------------------------------------------------------------------ validation equals run
 
 
@@ -713,8 +740,6 @@ def _check_runs(spec: StudySpec, params, P: _Problems, workload_paths, term_path
                                   f"({'it solves the optimal tiles itself' if method == 'cpsat_tiles' else 'its roofline model has no tiles'}); "
                                   f"remove solver.tiles", key=True)
     elif spec.solver.tiles == "cpsat" and params is not None:
-        from dse.study.tiles import has_systems, system_problem
-
         try:
             systems = has_systems(spec)
         except DseError:

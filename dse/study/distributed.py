@@ -57,7 +57,7 @@ from dse.solvers.optuna_search import OptunaSolver, open_storage
 from dse.spec.study import SolverSettings, load_study
 from dse.storage import classify, mask, retry
 from dse.study.problem import make_problem
-from dse.study.tiles import evaluation_tag
+from dse.study.tile_cache import evaluation_tag
 import dse.errors as errors
 
 WORKER_INDEX_ATTR = "dse:next_worker_index"

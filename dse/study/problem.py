@@ -23,6 +23,7 @@ from dse.hardware import Chips, catalog, load_chip, with_overrides
 from dse.solvers.base import Problem
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
 from dse.spec.study import StudySpec, WORKLOAD_PARAM_PREFIX
+from dse.study.tile_cache import study_cache
 from dse.workload import build
 
 
@@ -142,14 +143,10 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
     """Metrics (N,) for a batch of design points: evaluator + area + cost, mixed over workloads.
 
     With ``solver.tiles: cpsat`` every GEMM-like operator of every point runs on its CP-SAT tiles
-    (:mod:`dse.study.tiles`, cached by what determines them); otherwise on the evaluator's default tiles.
+    (:mod:`dse.study.tile_cache`, cached by what determines them); otherwise on the evaluator's default tiles.
     """
     n = len(next(iter(params.values()))) if params else 1
-    tile_fn = None
-    if getattr(spec.solver, "tiles", "heuristic") == "cpsat":
-        from dse.study.tiles import study_cache
-
-        tile_fn = study_cache(spec).workload_tiles
+    tile_fn = study_cache(spec).workload_tiles if getattr(spec.solver, "tiles", "heuristic") == "cpsat" else None
     out: dict[str, np.ndarray] = {}
     for idx, chips, mix in design_groups(spec, params):
         m = evaluate_design(chips, mix, tiles_for=tile_fn).columns

@@ -42,24 +42,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from dse.errors import DseError, InfeasibleError, SpecError
-from dse.model import area as area_mod
-from dse.model.evaluator import default_tiles, op_table
-from dse.model.power import ClockLaw
-from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT
-from dse.solvers.cpsat_tiles import solve_tiles
+from dse.errors import DseError, SpecError
 from dse.solvers.tile_data import tile_data
 from dse.space import ChoiceParam, IntParam, LogParam
-from dse.spec.study import TILE_MODES
+from dse.spec.study import TILE_MODES, has_systems, system_problem
+from dse.study.problem import design_groups, design_space, evaluate_points
+from dse.study.tile_cache import TileCache, data_key, evaluation_tag, op_key, study_cache
 
 __all__ = ["TILE_MODES", "AUTO_MAX_SOLVES", "TileCache", "TileDecision", "study_cache", "decide", "estimate",
-           "system_problem", "op_key", "data_key"]
+           "system_problem", "op_key", "data_key", "evaluation_tag", "front_effect", "tiles_meta"]
 
 #: ``auto`` solves CP-SAT tiles when the study can meet at most this many distinct tile problems. Measured
 #: (2 shared cores): ~7-15 ms CPU per solve for decode GEMMs and unthrottled chips, ~0.1-0.3 s where the
@@ -68,158 +63,7 @@ __all__ = ["TILE_MODES", "AUTO_MAX_SOLVES", "TileCache", "TileDecision", "study_
 AUTO_MAX_SOLVES = 64
 
 
-def op_key(op):
-    """The operator as the tile problem sees it: its shape, batch and formats, not its name or count."""
-    return dataclasses.replace(op, name="", count=1)
-
-
-def _value(v):
-    if isinstance(v, ClockLaw):
-        return ("law",) + tuple(float(np.asarray(x, dtype=float)) for x in (v.d, v.v_min, v.v_nom, v.v_th,
-                                                                             v.scaling))
-    if isinstance(v, (np.floating, np.integer)):
-        return v.item()
-    return v
-
-
-def data_key(d) -> tuple:
-    """The tile data (:class:`dse.solvers.tile_data.TileData`) as a hashable tuple, without the operator."""
-    return tuple((f.name, _value(getattr(d, f.name))) for f in dataclasses.fields(d) if f.name != "op")
-
-
-def _row_keys(chips) -> list[bytes]:
-    """One key per design point: every chip array's value (bytes, so NaN equals NaN), formats, node, memory."""
-    names = sorted(chips.arrays)
-    M = np.column_stack([np.asarray(chips.arrays[k], dtype=float) for k in names])
-    head = repr((tuple(names), tuple(chips.formats), area_mod.process_and_memory(chips),
-                 tuple(s.name for s in chips.specs) if chips.specs else None)).encode()
-    if chips.specs:  # points built from specs: each its own node and memory
-        return [head + M[i].tobytes() + repr((chips.specs[i].process,)).encode() for i in range(chips.n)]
-    return [head + M[i].tobytes() for i in range(chips.n)]
-
-
-@dataclass
-class TileCache:
-    """CP-SAT tiles per (operator, design point), solved once per distinct tile problem (module doc).
-
-    ``stats``: lookups, ``row_hits`` (level 1), ``data_hits`` (level 2), ``solves``, ``no_fit`` (operators
-    left on the default tiles because no tile fits), ``proven`` / ``not_proven`` (solve statuses),
-    ``solve_cpu_s``, ``data_s``, ``deterministic_s`` (CP-SAT's load-independent work).
-    """
-
-    seed: int = 0
-    deterministic_limit: float = DETERMINISTIC_LIMIT
-    stats: Counter = field(default_factory=Counter)
-
-    def __post_init__(self):
-        self._rows: dict = {}
-        self._data: dict = {}
-
-    def choice(self, op, chip1, row: bytes):
-        """The :class:`~dse.solvers.tile_data.TileChoice` of ``op`` on the one-point ``chip1`` (None: no tile
-        fits); ``row`` its level-1 key."""
-        self.stats["lookups"] += 1
-        k1 = (op_key(op), row)
-        if k1 in self._rows:
-            self.stats["row_hits"] += 1
-            return self._rows[k1]
-        t0 = time.process_time()
-        try:
-            d = tile_data(op_key(op), chip1)
-        except InfeasibleError:
-            d = None
-        self.stats["data_s"] += time.process_time() - t0
-        k2 = (op_key(op), data_key(d)) if d is not None else None
-        if k2 is not None and k2 in self._data:
-            self.stats["data_hits"] += 1
-            c = self._data[k2]
-        else:
-            try:
-                c = solve_tiles(op_key(op), chip1, deterministic_limit=self.deterministic_limit, seed=self.seed)
-                self.stats["solves"] += 1
-                self.stats["proven" if c.status == "OPTIMAL" else "not_proven"] += 1
-                self.stats["solve_cpu_s"] += c.cpu_time_s
-                self.stats["deterministic_s"] += float(c.info.get("deterministic_time", 0.0))
-            except InfeasibleError:
-                c = None
-            if k2 is not None:
-                self._data[k2] = c
-        if c is None:
-            self.stats["no_fit"] += 1
-        self._rows[k1] = c
-        return c
-
-    def workload_tiles(self, chips, workload):
-        """(T_M, T_N, T_K, split-K) arrays (N, O) for ``evaluate_design(..., tiles_for=...)``: the CP-SAT tiles of
-        every GEMM-like operator of every point, the evaluator's default tiles elsewhere; None without GEMMs."""
-        cols = [j for j, op in enumerate(workload.ops) if op.m > 0 and op.n > 0 and op.k > 0]
-        if not cols:
-            return None
-        if np.any(chips.get("system.chips", 1.0) != 1):
-            raise SpecError(system_problem())
-        out = [np.array(x, dtype=float) for x in default_tiles(chips, op_table(workload))]
-        rows = _row_keys(chips)
-        for i in range(chips.n):
-            one = None
-            for j in cols:
-                k1 = (op_key(workload.ops[j]), rows[i])
-                if k1 not in self._rows and one is None:
-                    one = chips.take([i])
-                c = self.choice(workload.ops[j], one, rows[i])
-                if c is not None:
-                    for arr, v in zip(out, c.tiles):
-                        arr[i, j] = v
-        return tuple(out)
-
-    def snapshot(self) -> dict:
-        return dict(self.stats)
-
-
-def evaluation_tag(settings) -> dict:
-    """What a study's stored values depend on beyond its names, for the storage to compare on resume
-    (dse.solvers.optuna_search EVALUATION_KEY): ``{'tiles': 'cpsat'}`` on CP-SAT tiles, else nothing (the
-    evaluator's default tiles, as every study had before solver.tiles was read)."""
-    return {"tiles": "cpsat"} if getattr(settings, "tiles", "heuristic") == "cpsat" else {}
-
-
-_CACHES: dict = {}
-
-
-def study_cache(spec) -> TileCache:
-    """The process's cache for the study's seed (shared by every batch and by the results table)."""
-    key = int(spec.solver.seed)
-    if key not in _CACHES:
-        _CACHES[key] = TileCache(seed=key)
-    return _CACHES[key]
-
-
 # ------------------------------------------------------------------ the budget check
-
-
-def system_problem() -> str:
-    return ("solver.tiles: cpsat solves the tiles of one chip; a system of several chips (system.chips > 1, "
-            "tensor or pipeline parallel) is one chip with summed resources in the evaluator, which the tile "
-            "model does not build: use tiles: heuristic (or auto) for systems")
-
-
-def has_systems(spec) -> bool:
-    """Some design of the study is a system of several chips (its base, or a value of the space)."""
-    bases = [spec.base]
-    entry = next((e for e in spec.space if e.name == "base"), None)
-    if entry is not None:
-        from dse.hardware import load_chip
-
-        bases = [load_chip(str(c)) for c in entry.choices]
-    for b in bases:
-        system = getattr(b, "system", None)
-        if b is not None and system is not None and float(getattr(system, "chips", 1) or 1) != 1:
-            return True
-    for e in spec.space:
-        if e.name == "system.chips":
-            values = list(e.choices) if e.kind == "choice" else [e.low, e.high]
-            if any(float(v) != 1 for v in values):
-                return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -264,8 +108,6 @@ def _first_and_last(p):
 def estimate(spec) -> tuple[float, float, int, tuple[str, ...]]:
     """(distinct tile problems, distinct designs as the tile model sees them, GEMMs per design, the parameters
     that change tiles): see the module doc."""
-    from dse.study.problem import design_groups, design_space
-
     space = design_space(spec)
     params = list(space)
     n = 1 + len(params)
@@ -353,7 +195,6 @@ def front_effect(spec, table) -> dict:
     """
     from dse.pareto import pareto_mask, to_minimization
     from dse.solvers.base import feasible_mask
-    from dse.study.problem import evaluate_points, design_space
 
     names = design_space(spec).names
     if not len(table):
