@@ -114,13 +114,16 @@ def _as_pairs(workloads) -> list[tuple[object, float]]:
     return out
 
 
-def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=None, fused_attention: bool = True,
-                    weights_in_rom: bool = False, rom_bandwidth=np.inf, rom_energy_per_byte=0.0) -> DesignMetrics:
+def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=None, tiles_for=None,
+                    fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
+                    rom_energy_per_byte=0.0) -> DesignMetrics:
     """Every metric of the N design points ``chips`` on ``workloads``, each design evaluated once.
 
     ``workloads``: one Workload, a list of them, or a list of ``(workload, weight)`` pairs (the mix).
     ``breakdown``: keep each workload's per-operator table (:class:`OperatorBreakdown`).
     ``tiles``: (T_M, T_N, T_K, split-K) arrays per operator instead of the default tiles (one workload).
+    ``tiles_for``: a function ``(chips, workload) -> tiles or None`` giving each workload of a mix its own tiles
+    (a study's CP-SAT tiles, dse.study.tiles); None from it, or no function, means the default tiles.
     ``weights_in_rom`` / ``rom_bandwidth`` / ``rom_energy_per_byte``: seed 004 §4.7.3's what-if.
     """
     pairs = _as_pairs(workloads)
@@ -129,8 +132,10 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
     total_w = sum(w for _, w in pairs)
     pa = area_mod.package_area_for(chips)  # once: the power model's leakage and the package columns use it
     per = []
+    if tiles is not None and tiles_for is not None:
+        raise ValueError("evaluate_design: give tiles or tiles_for, not both")
     for wl, w in pairs:
-        wm = evaluate_workload(chips, wl, tiles=tiles, breakdown=breakdown, fused_attention=fused_attention,
+        wm = evaluate_workload(chips, wl, tiles=tiles if tiles_for is None else tiles_for(chips, wl), breakdown=breakdown, fused_attention=fused_attention,
                                weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
                                rom_energy_per_byte=rom_energy_per_byte, package=pa)
         per.append((wl.name, w / total_w, wm))

@@ -97,7 +97,8 @@ def _plotly_calls(html: str) -> dict[str, list]:
 def test_all_files_written(written):
     out, files, _ = written
     pairs = ["latency_per_token__energy_per_token", "latency_per_token__die_area", "energy_per_token__die_area"]
-    expected = {"report.md", "report.html", "plots/bound.png"} | {f"plots/pareto_{p}.png" for p in pairs}
+    expected = ({"report.md", "report.html", "plots/bound.png", "plots/convergence.png"}
+                | {f"plots/pareto_{p}.png" for p in pairs})
     assert set(files) == expected
     for rel in expected:
         assert (out / rel).is_file() and (out / rel).stat().st_size > 0
@@ -168,7 +169,7 @@ def test_report_html_hover_lists_every_parameter_and_catalog_is_its_own_trace(wr
     out, _, (table, _, _) = written
     html = (out / "report.html").read_text(encoding="utf-8")
     calls = _plotly_calls(html)
-    assert set(calls) == {"pareto-0", "pareto-1", "pareto-2", "parcoords"}
+    assert set(calls) == {"pareto-0", "pareto-1", "pareto-2", "parcoords", "convergence"}
     traces = calls["pareto-0"]
     names = [t["name"] for t in traces]
     front = next(t for t in traces if t["name"].startswith("Pareto front"))
@@ -272,3 +273,32 @@ def test_hostile_names_stay_inside_the_folder_and_are_escaped(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<script>alert(" not in html
+
+
+def test_hypervolume_and_its_convergence_by_hand(tmp_path):
+    """Four trials, two minimized objectives: (1, 4), (3, 3), (2, 2), (4, 1) in that order. The front is
+    (1, 4), (2, 2), (4, 1): ideal (1, 1), nadir (4, 4), normalized (0, 1), (1/3, 1/3), (1, 0), reference 1.1.
+    By hand (strips left to right): after all four 1/3 x 0.1 + 2/3 x (1.1 - 1/3) + 0.1 x 1.1 = 0.654444;
+    after the first, 1.1 x 0.1 = 0.11; after two, (0, 1) and (2/3, 2/3): 2/3 x 0.1 + (1.1 - 2/3)^2 = 0.254444;
+    after three, (2/3, 2/3) is dominated: 1/3 x 0.1 + (1.1 - 1/3)^2 = 0.621111."""
+    from dse.report.convergence import convergence
+
+    table = pd.DataFrame({"trial": [0, 1, 2, 3], "p.x": [1, 2, 3, 4],
+                          "obj.a": [1.0, 3.0, 2.0, 4.0], "obj.b": [4.0, 3.0, 2.0, 1.0], "feasible": True})
+    table["pareto_rank"] = non_dominated_sort(table[["obj.a", "obj.b"]].to_numpy(), ["minimize"] * 2)
+    meta = {"name": "hv", "objectives": [{"name": "a", "direction": "minimize", "unit": ""},
+                                         {"name": "b", "direction": "minimize", "unit": ""}]}
+    c = convergence(table, ["a", "b"], {"a": "minimize", "b": "minimize"})
+    assert c.hypervolume == pytest.approx(0.654444, abs=1e-6)
+    assert list(c.trials) == [1, 2, 3, 4]
+    assert c.curve == pytest.approx([0.11, 0.254444, 0.621111, 0.654444], abs=1e-6)
+    assert c.reached(0.9) == 3 and c.reached(0.1) == 1
+    files = report.write_reports(tmp_path, table, meta)
+    md = (tmp_path / "report.md").read_text()
+    assert "hypervolume of the front: **0.6544**" in md and "90% of it reached after 3 of 4 trials" in md
+    assert "plots/convergence.png" in files and "(plots/convergence.png)" in md
+    assert 'id="convergence"' in (tmp_path / "report.html").read_text()
+    # a maximized objective counts as its negative: the same front mirrored gives the same hypervolume
+    mirrored = table.assign(**{"obj.b": -table["obj.b"]})
+    c2 = convergence(mirrored, ["a", "b"], {"a": "minimize", "b": "maximize"})
+    assert c2.hypervolume == pytest.approx(c.hypervolume, rel=1e-12)

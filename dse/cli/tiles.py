@@ -52,7 +52,7 @@ def _tiles(args) -> int:
         print(f"\nCP-SAT vs heuristic: {speed:.3g}x the speed (time {_change(c.time_s, h.time_s)}), energy "
               f"{_change(c.energy_j, h.energy_j)}, off-chip traffic {_change(c.traffic_bytes, h.traffic_bytes)}; "
               f"the heuristic fills the local buffer with a square tile, CP-SAT minimizes the evaluator's time, "
-              f"then the traffic")
+              f"then the traffic, then the energy")
     return 0
 
 
@@ -68,7 +68,7 @@ def register(sub) -> None:
         help="tile shape of one GEMM on one chip: the evaluator's heuristic, the CP-SAT optimum, or both",
         description="The tile (T_M x T_N x T_K, split-K) of one GEMM [M, K] x [K, N] on a chip, its time, energy, "
                     "off-chip traffic, waves and utilisation as the evaluator computes them: for the evaluator's "
-                    "default-tile heuristic, the CP-SAT optimum (least time, then least traffic; proven), or both "
+                    "default-tile heuristic, the CP-SAT optimum (least time, then least traffic, then least energy; proven), or both "
                     "side by side. Example: dse tiles --chip rtx-4090 --m 256 --n 4096 --k 4096 --format bf16",
     )
     t.add_argument("--chip", required=True, help="catalog name (dse catalog) or a chip YAML file")

@@ -16,8 +16,10 @@ import pandas as pd
 from dse.pareto import MAXIMIZE
 from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, tick_texts
 from dse.report.findings import _findings
+from dse.report.convergence import summary
 from dse.report.sections import (
     _REJ_HEAD,
+    _tiles_lines,
     _constraint_rows,
     _objective_rows,
     _rejection_rows,
@@ -298,6 +300,20 @@ def _md_inline(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(text))
 
 
+def _convergence_figure(st: _Study):
+    """The hypervolume of the feasible designs among the first k trials (dse.report.convergence), interactive."""
+    import plotly.graph_objects as go
+
+    c = st.convergence
+    fig = go.Figure(go.Scatter(x=c.trials.tolist(), y=c.curve.tolist(), mode="lines+markers", name="hypervolume",
+                               hovertemplate="%{x} trials: %{y:.4g}<extra></extra>"))
+    fig.add_hline(y=c.hypervolume, line_dash="dash", line_color="#888")
+    fig.update_layout(title="Convergence: hypervolume of the front vs trials", xaxis_title="trials evaluated",
+                      yaxis_title="hypervolume (normalized by the front)", height=360,
+                      margin={"l": 60, "r": 20, "t": 50, "b": 50})
+    return fig
+
+
 def _html(st: _Study, top: int, cap: int) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -311,6 +327,12 @@ def _html(st: _Study, top: int, cap: int) -> str:
              f"<span>evaluated <b>{st.n}</b></span>"
              f"<span>feasible <b>{st.n_feasible}</b> ({_pct(st.n_feasible, st.n)})</span>"
              f"<span>Pareto front <b>{len(st.front)}</b>{escape(_distinct_note(st))}</span></div>")
+    extra = ([summary(st.convergence)] if st.convergence is not None else []) + _tiles_lines(meta)
+    if extra:
+        P.append("<ul>" + "".join(f"<li>{_md_inline(x)}</li>" for x in extra) + "</ul>")
+    if st.convergence is not None and len(st.convergence.trials) > 1:
+        P.append('<div class="plot">' + _convergence_figure(st).to_html(
+            full_html=False, include_plotlyjs=False, div_id="convergence", config=config) + "</div>")
     P.append(f"<h2>{'What the front says' if st.n_feasible else 'Why nothing is feasible'}</h2>")
     P.append("<p>" + " ".join(_md_inline(s) for s in _findings(st)) + "</p>")
     P.append("<h2>Pareto front</h2>")

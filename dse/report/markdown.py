@@ -13,7 +13,9 @@ from dse.report.sections import (
     _rejection_rows,
     _settings_lines,
     _space_rows,
+    _tiles_lines,
 )
+from dse.report.convergence import summary
 from dse.report.view import REPORT_HTML, _Study, _distinct, _distinct_note, _pct
 from dse.study.results import format_table
 
@@ -35,7 +37,10 @@ def _md(st: _Study, top: int) -> str:
     L += ["## Results", "",
           f"- evaluated: **{st.n}** designs",
           f"- feasible: **{st.n_feasible}** ({_pct(st.n_feasible, st.n)})",
-          f"- Pareto front (all objectives): **{len(st.front)}** designs{_distinct_note(st)}", ""]
+          f"- Pareto front (all objectives): **{len(st.front)}** designs{_distinct_note(st)}"]
+    if st.convergence is not None:
+        L += [f"- {summary(st.convergence)}"]
+    L += [f"- {line}" for line in _tiles_lines(meta)] + [""]
     L += ["## What the front says" if st.n_feasible else "## Why nothing is feasible", ""]
     L += [" ".join(_findings(st)), ""]
     if len(st.front):

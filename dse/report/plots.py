@@ -2,6 +2,7 @@
 
     plots/pareto_<x>__<y>.png       one Pareto scatter per pair of objectives
     plots/bound.png                 where the front designs are bound (m.bound, time split)
+    plots/convergence.png           the front's hypervolume vs trials (dse.report.convergence)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dse.units import format_percent
 
 PLOTS = "plots"
 BOUND_PNG = f"{PLOTS}/bound.png"
+CONVERGENCE_PNG = f"{PLOTS}/convergence.png"
 
 
 def _new_figure(w: float, h: float):
@@ -309,6 +311,27 @@ def _bound_png(st: _Study, max_designs: int = 25) -> bytes | None:
     return None if fig is None else _png(fig)
 
 
+def _convergence_png(st: _Study) -> bytes | None:
+    """Hypervolume of the feasible designs among the first k trials, in the final front's normalization."""
+    c = st.convergence
+    if c is None or len(c.trials) < 2:
+        return None
+    fig = _new_figure(6.4, 3.6)
+    ax = fig.add_subplot()
+    ax.plot(c.trials, c.curve, color="#1f77b4", lw=1.8, marker="o", ms=2.5)
+    ax.axhline(c.hypervolume, color="#888888", lw=0.8, ls="--")
+    ninety = c.reached(0.9)
+    if ninety is not None:
+        ax.axvline(ninety, color="#d62728", lw=0.8, ls=":", label=f"90% of the final after {ninety:,} trials")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel("trials evaluated")
+    ax.set_ylabel("hypervolume (normalized by the front)")
+    ax.set_title(f"Convergence: hypervolume of the front vs trials (final {c.hypervolume:.4g})", fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
 def _write_plots(root: Path, st: _Study) -> dict[str, Path]:
     written: dict[str, Path] = {}
     wanted: set[str] = set()
@@ -329,11 +352,17 @@ def _write_plots(root: Path, st: _Study) -> dict[str, Path]:
         written[BOUND_PNG] = atomic_write(BOUND_PNG, png, root=root)
         st.plots.append((BOUND_PNG, "where the front designs are bound"))
         wanted.add(BOUND_PNG)
+    png = _convergence_png(st)
+    if png is not None:
+        written[CONVERGENCE_PNG] = atomic_write(CONVERGENCE_PNG, png, root=root)
+        st.plots.append((CONVERGENCE_PNG, "hypervolume of the front vs trials (convergence)"))
+        wanted.add(CONVERGENCE_PNG)
     # plots of an earlier report that this one does not make (other objectives) would mislead
     folder = root / PLOTS
     for old in folder.glob("pareto_*.png"):
         if f"{PLOTS}/{old.name}" not in wanted:
             old.unlink(missing_ok=True)
-    if BOUND_PNG not in wanted:
-        (root / BOUND_PNG).unlink(missing_ok=True)
+    for rel in (BOUND_PNG, CONVERGENCE_PNG):
+        if rel not in wanted:
+            (root / rel).unlink(missing_ok=True)
     return written

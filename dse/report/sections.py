@@ -72,3 +72,40 @@ def _constraint_rows(meta: Mapping) -> list[list[str]]:
         ptxt = ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, Mapping) else str(params)
         rows.append([str(c["name"]), str(c.get("unit") or ""), ptxt])
     return rows
+
+
+def _tiles_lines(meta: Mapping) -> list[str]:
+    """What ``solver.tiles`` did (meta['tiles'], dse.study.tiles): the tiles used, why, the cache's work and how
+    much the CP-SAT tiles changed the front (the same designs on the evaluator's default tiles)."""
+    t = meta.get("tiles")
+    if not isinstance(t, Mapping) or not t.get("used"):
+        return []
+    if t["used"] != "cpsat":
+        return [f"tiles: the evaluator's default (heuristic) tiles ({t.get('reason', '')})"]
+    out = [f"tiles: CP-SAT-optimal tiles per design ({t.get('reason', '')})"]
+    c = t.get("cache") or {}
+    if c:
+        out.append(f"tile problems solved: {int(c.get('solves', 0)):,} ({int(c.get('proven', 0)):,} proven optimal), "
+                   f"for {int(c.get('lookups', 0)):,} operator look-ups ({int(c.get('row_hits', 0)):,} repeated "
+                   f"designs or operators, {int(c.get('data_hits', 0)):,} with equal tile data); "
+                   f"{format_value(float(c.get('solve_cpu_s', 0.0)), 's')} CP-SAT CPU"
+                   + (f"; {int(c['no_fit']):,} operators with no tile that fits kept the default tiles"
+                      if c.get("no_fit") else ""))
+    e = t.get("effect") or {}
+    if e:
+        line = (f"what the tiles changed (the same {int(e.get('designs', 0)):,} designs on the default tiles): "
+                f"front {e.get('front_heuristic', 0)} -> {e.get('front_cpsat', 0)} designs, "
+                f"{e.get('front_both', 0)} on both; feasible {e.get('feasible_heuristic', 0)} -> "
+                f"{e.get('feasible_cpsat', 0)}")
+        if e.get("hypervolume_ratio") is not None:
+            line += (f"; hypervolume {e['hypervolume_heuristic']:.4g} -> {e['hypervolume_cpsat']:.4g} "
+                     f"({e['hypervolume_ratio']:.4g}x, both fronts normalized together)")
+        if e.get("time_ratio"):
+            line += (f"; step time on the default tiles / on CP-SAT's: median {e['time_ratio']['median']:.4g}x, "
+                     f"max {e['time_ratio']['max']:.4g}x")
+        ch = e.get("objective_change") or {}
+        if ch:
+            line += "; on the CP-SAT front, default / CP-SAT: " + ", ".join(
+                f"{k} median {v['median']:.4g}x ({v['min']:.4g}-{v['max']:.4g})" for k, v in ch.items())
+        out.append(line)
+    return out

@@ -38,6 +38,7 @@ class _Study:
     front: pd.DataFrame
     rejections: pd.DataFrame
     plots: list[tuple[str, str]] = field(default_factory=list)  # (relative path, caption)
+    convergence: Any = None  # dse.report.convergence.Convergence (None: fewer than 2 objectives, nothing feasible)
 
     @property
     def n(self) -> int:
@@ -57,8 +58,12 @@ def _study(table: pd.DataFrame, meta: Mapping, catalog: pd.DataFrame | None) -> 
     units = {str(o["name"]): str(o.get("unit") or "") for o in meta["objectives"]}
     params = [c for c in t.columns if isinstance(c, str) and c.startswith("p.")]
     cat = catalog if catalog is not None and len(catalog) else None
-    return _Study(t=t, meta=meta, catalog=cat, objectives=names, directions=objective_directions(meta),
-                  units=units, params=params, front=front(t, meta), rejections=constraint_rejections(t, meta))
+    from dse.report.convergence import convergence
+
+    dirs = objective_directions(meta)
+    return _Study(t=t, meta=meta, catalog=cat, objectives=names, directions=dirs,
+                  units=units, params=params, front=front(t, meta), rejections=constraint_rejections(t, meta),
+                  convergence=convergence(t, names, dirs))
 
 
 def _num(s: pd.Series) -> np.ndarray:

@@ -73,9 +73,13 @@ here, the brute-force oracle :mod:`dse.solvers.tile_candidates`:
 * the cheapest tile of a class (c_M, c_N, s) (smallest T_M, T_N with those counts) is never slower and
   never moves more bytes than the others (same waves, bytes and memory power, the least local-buffer energy
   and so the highest clock), so candidates are evaluated at it;
-* lexicographic objective by two phases on one model: minimize time; then cap time at the fastest
+* lexicographic objective by three phases on one model: minimize time; then cap time at the fastest
   x (1 + TIME_RTOL) and minimize bytes (a solution the evaluator finds throttled above the cap splits its
-  band the same way). 1 worker and a fixed seed, limited in deterministic time (load-independent: the
+  band the same way); then, with bytes capped at the least too, minimize the tile-dependent energy
+  (local-buffer bytes, L2 requests, partial sums: a linear lower bound in the model, each answer checked
+  with the evaluator, :func:`_least_energy`). Without it, memory-bound (decode)
+  operators, on which many tilings tie on time and bytes, got an arbitrary tie, up to ~20% more energy
+  than the least (a Qwen3-8B decode study, issue 18). 1 worker and a fixed seed, limited in deterministic time (load-independent: the
   same answer on an idle or a loaded machine; a wall-clock limit is only an outer safety net,
   dse.solvers.cpsat_common); each solve tries CP search without probing and without the LP relaxation
   first, then with probing, then with the LP (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are accepted; any
@@ -104,7 +108,7 @@ from dse.errors import InfeasibleError, SolverError
 from dse.hardware import Chips
 from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
 from dse.solvers.tile_candidates import brute_force_tiles, tile_candidates
-from dse.solvers.tile_data import (MAX_SOLVES, RHO_FLOOR, SLOTS, TIME_RTOL, TileChoice, TileData, as_chips, canonical_tk,
+from dse.solvers.tile_data import (BYTES_RTOL, MAX_SOLVES, RHO_FLOOR, SLOTS, TIME_RTOL, TileChoice, TileData, as_chips, canonical_tk,
                                    class_min, evaluate_tiles, infeasible_message, tile_data, working_set)
 from dse.solvers.tile_model import NO_ROOM, TileModel
 from dse.workload import Op, Workload
@@ -135,6 +139,10 @@ __all__ = [
 #: the tests and on 150 GEMMs on chips whose TDP throttles most tilings: CPU p95 ~17 ms and ~130 ms, max
 #: ~60 ms and ~400 ms; linearization 0 with probing first: p95 ~215 ms, max 1.7 s on the latter).
 SOLVE_PLAN = ((0, 0, 0.01), (0, 2, 0.02), (1, 2, None))
+#: The attempts of a phase-3 solve (minimum energy): its objective is linear, and the LP bound with probing
+#: proves it fastest (measured on the 200 GEMMs of the tests: 29 s CPU in all against 41 s with SOLVE_PLAN,
+#: one solve 1.7 s -> 0.05 s).
+ENERGY_PLAN = ((1, 2, None),)
 
 
 # ------------------------------------------------------------------ the search
@@ -157,6 +165,8 @@ class _Search:
         self.statuses: list[str] = []
         self.times: list[float] = []
         self.cap = None  # literal of the current time cap (assumed while it is set)
+        self.bytes_cap = None  # literal of the current bytes cap (assumed while it is set)
+        self.energy_cap = None  # literal of the current energy cap (phase 3; assumed while it is set)
         self.cap_units = None
         # class (c_M, c_N, split) -> the evaluator on its cheapest tile: (time, traffic, record)
         self.cost: dict[tuple[int, int, int], tuple[float, float, dict]] = {}
@@ -171,7 +181,7 @@ class _Search:
         model.add(v["time"] <= units).only_enforce_if(self.cap)
         self.cap_units = units
 
-    def solve(self, band: tuple[int, int | None] | None = None):
+    def solve(self, band: tuple[int, int | None] | None = None, plan=SOLVE_PLAN):
         """Solve the model (with one power band on); the solver on OPTIMAL / FEASIBLE, None on INFEASIBLE.
 
         Tries :data:`SOLVE_PLAN` in order: CP search without the LP relaxation first (fast on almost every
@@ -181,19 +191,19 @@ class _Search:
         """
         model, v = self.t.model, self.t.v
         model.clear_assumptions()
-        lits = [self.cap] if self.cap is not None else []
+        lits = [x for x in (self.cap, self.bytes_cap, self.energy_cap) if x is not None]
         if band is not None:
             lits.append(self.t.band(*band)[0])
         if lits:
             model.add_assumptions(lits)
         model.clear_hints()
         name, solver, wall = "UNKNOWN", None, 0.0
-        for i, (level, probing, det_s) in enumerate(SOLVE_PLAN):
+        for i, (level, probing, det_s) in enumerate(plan):
             det_left = self.det_limit - self.det_used
             wall_left = self.limit - (time.perf_counter() - self.start)
             if det_left <= 0 or wall_left <= 0:
                 break
-            last = i == len(SOLVE_PLAN) - 1
+            last = i == len(plan) - 1
             budget = det_left if last or det_s is None else min(det_left, det_s)
             attempt = new_solver(deterministic_s=budget, wall_s=wall_left, seed=self.seed)
             attempt.parameters.linearization_level = level
@@ -241,7 +251,8 @@ class _Search:
             tk = canonical_tk(d, tm, tn, cls[2], SLOTS[0])
             r = evaluate_tiles(self.op, self.chips, tm, tn, tk, cls[2])
             rec = {"tm": tm, "tn": tn, "tk": tk, "time_s": float(r["time_s"][0]),
-                   "traffic_bytes": float(r["traffic_bytes"][0]), "clock_ratio": float(r["clock_ratio"][0])}
+                   "traffic_bytes": float(r["traffic_bytes"][0]), "energy_j": float(r["energy_j"][0]),
+                   "clock_ratio": float(r["clock_ratio"][0])}
             self.cost[cls] = (rec["time_s"], rec["traffic_bytes"], rec)
             v = self.t.v
             self.t.model.add_forbidden_assignments([v["c_m"], v["c_n"], v["split"]], [cls])
@@ -277,9 +288,85 @@ class _Search:
             raise _LimitReached(f"tiles of {self.op.name}: {MAX_SOLVES} solves")
 
 
+def _least_energy(S: _Search, final, limit: float, run: bool):
+    """Phase 3: among the classes within TIME_RTOL of the fastest and with the least off-chip bytes, the one of
+    least energy (the evaluator's); ``(class, info)``.
+
+    Decode-like operators are memory-bound: many tilings take the same time and move the same bytes, but
+    smaller tiles cost local-buffer bytes ((T_M + T_N) c_M c_N) and L2 requests (A once per c_N, B once per
+    c_M, partial sums per extra split), which the evaluator charges as energy. The model gets a linear lower
+    bound of that tile-dependent energy, ``proxy = k_loc (L_M + L_N) + k_a c_N + k_b c_M + k_s (s - 1)`` with
+    L_M >= M c_N, L_M >= m_i c_M c_N (c_M T_M >= max(M, m_i c_M); L_N alike; coefficients rounded down), and is asked, with time and bytes capped, for a class whose
+    proxy is below the best class's exact tile-dependent energy; each answer is evaluated and forbidden, until
+    none is left (INFEASIBLE: no class can have less energy) or MAX_SOLVES (``info['truncated']``). The cap
+    is exact: an unthrottled tiling's energy is a constant C (within TIME_RTOL's static energy) plus exactly
+    that tile-dependent part; a throttled one draws the TDP over its time, so at a tied time it has the
+    energy of every other throttled tie, and an unthrottled X has less energy than a throttled best F only
+    if C + var_X < TDP t < C + var_F (F draws more than the TDP at the peak clock): var_X < var_F again.
+    Skipped (``run`` False) after a truncated search, whose answer the brute force gave.
+    """
+    info = {"phase": "skipped (a truncated search)" if not run else "searched", "solves": 0, "truncated": False}
+    # the ties of the fastest class evaluated (the brute force after a truncated search may have found one
+    # faster than phase 1's best, to which ``limit`` was set)
+    limit = min(limit, min(t_c for t_c, _, _ in S.cost.values()) * (1 + TIME_RTOL))
+    b_lim = S.cost[final][1] * (1 + BYTES_RTOL)
+    same = [final] + [c for c, (t_c, b_c, _) in S.cost.items() if t_c <= limit and b_c <= b_lim and c != final]
+    final = min(same, key=lambda c: (S.cost[c][2]["energy_j"], S.cost[c][1], S.cost[c][0]))
+    d, tm_ = S.t.d, S.t
+    e_hi = (d.e_local * (d.m * d.qn_max + d.n * d.qm_max) + d.e_a * d.qn_max + d.e_b * d.qm_max
+            + d.e_split * (d.split_max - 1))
+    if not run or not e_hi > 0:
+        return final, info
+    model, v = tm_.model, tm_.v
+    # local-buffer bytes ~ (T_M + T_N) c_M c_N = c_N (c_M T_M) + c_M (c_N T_N), with c_M T_M >= max(M, m_i c_M)
+    # (a tile is at least one instruction): linear in c_N, c_M and the model's tiles = c_M c_N
+    hi_m, hi_n = max(d.m, d.im * d.qm_max) * d.qn_max, max(d.n, d.inn * d.qn_max) * d.qm_max
+    loc_m = model.new_int_var(0, hi_m, f"local_m[{S.op.name}]")
+    loc_n = model.new_int_var(0, hi_n, f"local_n[{S.op.name}]")
+    model.add(loc_m >= d.m * v["c_n"])
+    model.add(loc_m >= d.im * v["tiles"])
+    model.add(loc_n >= d.n * v["c_m"])
+    model.add(loc_n >= d.inn * v["tiles"])
+    e_hi = d.e_local * (hi_m + hi_n) + d.e_a * d.qn_max + d.e_b * d.qm_max + d.e_split * (d.split_max - 1)
+    unit = e_hi / 2.0**40
+    k_loc, k_a, k_b, k_s = (to_int(x, unit, "down") for x in (d.e_local, d.e_a, d.e_b, d.e_split))
+    proxy = model.new_int_var(0, 2**41, f"energy_proxy[{S.op.name}]")
+    model.add(proxy == k_loc * (loc_m + loc_n) + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
+    S.bytes_cap = model.new_bool_var(f"bytes_best[{S.op.name}]")
+    model.add(v["bytes"] <= tm_.bytes_of(*final)).only_enforce_if(S.bytes_cap)
+    model.minimize(proxy)
+
+    def tile_energy(c) -> float:  # the exact tile-dependent energy of a class's cheapest tile (J)
+        tm, tn = class_min(d, c[0], c[1])
+        return d.e_local * (tm + tn) * c[0] * c[1] + d.e_a * c[1] + d.e_b * c[0] + d.e_split * (c[2] - 1)
+
+    start = S.solves
+    try:
+        while True:
+            if S.solves - start >= MAX_SOLVES:
+                info["truncated"] = True
+                break
+            S.energy_cap = model.new_bool_var(f"energy_cap_{S.solves}[{S.op.name}]")
+            model.add(proxy <= to_int(tile_energy(final), unit, "up") - 1).only_enforce_if(S.energy_cap)
+            solver = S.solve(plan=ENERGY_PLAN)
+            if solver is None:  # no class left whose energy can be lower
+                break
+            cls = S.cls(solver)
+            t_c, b_c = S.record(cls)
+            S.check(cls, exact=True)
+            if t_c <= limit and b_c <= b_lim and S.cost[cls][2]["energy_j"] < S.cost[final][2]["energy_j"]:
+                final = cls
+    except _LimitReached:
+        info["truncated"] = True
+    finally:
+        S.energy_cap = S.bytes_cap = None
+    info["solves"] = S.solves - start
+    return final, info
+
+
 def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMIT, time_limit_s: float = WALL_LIMIT_S,
                 seed: int = 0) -> TileChoice:
-    """Tiles of ``op`` on ``chip`` that minimize the evaluator's time, then off-chip traffic (CP-SAT).
+    """Tiles of ``op`` on ``chip`` that minimize the evaluator's time, then off-chip traffic, then energy (CP-SAT).
 
     ``chip``: a catalog name, a ChipSpec or a one-point Chips. ``deterministic_limit`` bounds the work of all
     solves together in CP-SAT's deterministic seconds (the limit that applies: the same answer on any
@@ -297,6 +384,10 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     Phase 2 (least traffic): with the model time capped at the fastest x (1 + TIME_RTOL), minimize off-chip
     bytes (each solve asks for strictly fewer bytes than the best tie so far); a solution that the evaluator
     finds slower than the cap (it throttles) splits its band the same way.
+
+    Phase 3 (least energy, :func:`_least_energy`): with time and bytes capped at the best, minimize a linear
+    lower bound of the tile-dependent energy (local-buffer bytes, L2 requests), each answer checked with the
+    evaluator, until no class can have less energy (``info['energy']``).
 
     A limit reached after the first solution ends the search with the best tiling found (status FEASIBLE);
     one reached before it is a SolverError (status UNKNOWN).
@@ -363,8 +454,9 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     ties = [c for c, (t_c, _, _) in S.cost.items() if t_c <= limit]
     best_b = min(S.cost[c][1] for c in ties)
 
-    def fewer_bytes():
-        model.add(v["bytes"] <= to_int(best_b * tm_.sb, rounding="up") - 1)
+    def fewer_bytes():  # under a literal (the latest cap is the tightest): phase 3 asks for the best bytes again
+        S.bytes_cap = model.new_bool_var(f"bytes_cap_{S.solves}[{op.name}]")
+        model.add(v["bytes"] <= to_int(best_b * tm_.sb, rounding="up") - 1).only_enforce_if(S.bytes_cap)
 
     fewer_bytes()
     pending, phase2 = [None], S.solves
@@ -401,19 +493,22 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
         if t_b < t_f * (1 - TIME_RTOL) or (t_b <= t_f * (1 + TIME_RTOL) and b_b < b_f):
             final = cls
 
+    # ---- phase 3: the least energy among the fastest tilings with the least traffic
+    final, energy = _least_energy(S, final, limit, not S.truncated)
+
     # ---- extract: the class's cheapest tile, as evaluated (2 slots, the largest T_K)
     rec = S.cost[final][2]
     # (a truncated search is finished by enumeration: as exact as a proof)
     status = "OPTIMAL" if all(s in ("OPTIMAL", "INFEASIBLE") for s in S.statuses) else "FEASIBLE"
     return TileChoice(
         op=op.name, tm=int(rec["tm"]), tn=int(rec["tn"]), tk=int(rec["tk"]), slots=SLOTS[0], split_k=int(final[2]),
-        time_s=rec["time_s"], traffic_bytes=rec["traffic_bytes"], status=status,
+        time_s=rec["time_s"], traffic_bytes=rec["traffic_bytes"], energy_j=rec["energy_j"], status=status,
         model_time_s=tm_.time_of(*final),
         solve_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu0, clock_ratio=rec["clock_ratio"],
         working_set_bytes=float(working_set(d, rec["tm"], rec["tn"], rec["tk"], SLOTS[0])), solves=S.solves,
         info={"time_unit_s": q, "bound_s": bound_s, "truncated": S.truncated, "byte_scale": tm_.sb, "statuses": tuple(S.statuses),
               "deterministic_time": S.det_used,
-              "classes_checked": len(S.cost), "power_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
+              "classes_checked": len(S.cost), "energy": energy, "power_bands": len(tm_._bands), "solve_wall_s": tuple(S.times)},
     )
 
 

@@ -2,8 +2,8 @@
 
 :func:`tile_candidates` enumerates the domain of :mod:`dse.solvers.cpsat_tiles` (or its dominant subset)
 with numpy; :func:`brute_force_tiles` evaluates every candidate with the evaluator at once (a batch of
-identical chips) and picks the least time, then the least off-chip traffic: the test oracle, the
-evaluator's optimum by exhaustion.
+identical chips) and picks the least time, then the least off-chip traffic, then the least energy: the
+test oracle, the evaluator's optimum by exhaustion.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from dse.errors import InfeasibleError
 from dse.model import tiling
-from dse.solvers.tile_data import (SLOTS, TIME_RTOL, TileChoice, as_chips, evaluate_tiles, fits, infeasible_message,
+from dse.solvers.tile_data import (BYTES_RTOL, SLOTS, TIME_RTOL, TileChoice, as_chips, evaluate_tiles, fits, infeasible_message,
                                    tile_data, working_set)
 from dse.workload import Op
 
@@ -72,8 +72,9 @@ def tile_candidates(op: Op, chip, *, prune: bool = True) -> dict[str, np.ndarray
 def brute_force_tiles(op: Op, chip, *, prune: bool = True, chunk: int = 200_000) -> TileChoice:
     """The oracle: every candidate of :func:`tile_candidates` through ``evaluate_arrays`` at once.
 
-    Picks the least time, and among the tilings within TIME_RTOL of it the least off-chip traffic (then
-    the smallest T_M + T_N, fewest slots, largest T_K for a canonical answer). ``info`` holds the number
+    Picks the least time, among the tilings within TIME_RTOL of it the least off-chip traffic, among those
+    (within BYTES_RTOL) the least energy (then the smallest T_M + T_N, fewest slots, largest T_K for a
+    canonical answer). ``info`` holds the number
     of candidates and, under 'all', every candidate's time and traffic.
     """
     start = time.perf_counter()
@@ -83,21 +84,23 @@ def brute_force_tiles(op: Op, chip, *, prune: bool = True, chunk: int = 200_000)
     n = len(cand["tm"])
     if n == 0:
         raise InfeasibleError(infeasible_message(d))
-    times, traffic, cr = [], [], []
+    times, traffic, energy, cr = [], [], [], []
     for s in range(0, n, chunk):
         r = evaluate_tiles(op, chip, cand["tm"][s:s + chunk], cand["tn"][s:s + chunk], cand["tk"][s:s + chunk],
                            cand["split"][s:s + chunk])
         times.append(r["time_s"])
         traffic.append(r["traffic_bytes"])
+        energy.append(r["energy_j"])
         cr.append(r["clock_ratio"])
-    T, B, CR = np.concatenate(times), np.concatenate(traffic), np.concatenate(cr)
+    T, B, E, CR = np.concatenate(times), np.concatenate(traffic), np.concatenate(energy), np.concatenate(cr)
     tie = T <= T.min() * (1 + TIME_RTOL)
-    order = np.lexsort((-cand["tk"], cand["slots"], cand["tm"] + cand["tn"], np.where(tie, B, np.inf)))
+    least = tie & (B <= B[tie].min() * (1 + BYTES_RTOL))
+    order = np.lexsort((-cand["tk"], cand["slots"], cand["tm"] + cand["tn"], np.where(least, E, np.inf)))
     i = int(order[0])
     return TileChoice(
         op=op.name, tm=int(cand["tm"][i]), tn=int(cand["tn"][i]), tk=int(cand["tk"][i]), slots=int(cand["slots"][i]),
         split_k=int(cand["split"][i]), time_s=float(T[i]), traffic_bytes=float(B[i]), status="BRUTE_FORCE",
         solve_time_s=time.perf_counter() - start, model_time_s=float(T[i]), clock_ratio=float(CR[i]),
         working_set_bytes=float(working_set(d, cand["tm"][i], cand["tn"][i], cand["tk"][i], cand["slots"][i])),
-        info={"candidates": n, "all": {"time_s": T, "traffic_bytes": B, **cand}},
+        energy_j=float(E[i]), info={"candidates": n, "all": {"time_s": T, "traffic_bytes": B, "energy_j": E, **cand}},
     )

@@ -23,7 +23,7 @@ from dse.model import links, power, tiling
 from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
 from dse.workload import Op, Workload
 
-__all__ = ["SLOTS", "TIME_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
+__all__ = ["SLOTS", "TIME_RTOL", "BYTES_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
            "as_chips", "working_set", "accumulator_bytes", "fits", "canonical_tk", "class_min",
            "infeasible_message"]
 
@@ -31,6 +31,8 @@ __all__ = ["SLOTS", "TIME_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileD
 SLOTS = (2, 3, 4)
 #: Relative time difference below which two tilings count as equally fast (the traffic tie-break applies).
 TIME_RTOL = 1e-6
+#: Relative difference below which two tilings' off-chip bytes count as equal (the energy tie-break applies).
+BYTES_RTOL = 1e-9
 #: Solves of one operator's tiles at most. Where the clock throttles, tilings whose energies differ by parts
 #: per thousand have times that differ as little, and proving each of them apart took hundreds of solves (tens
 #: of seconds: 550 for a 256x4096x4096 BF16 GEMM on H100, whose answer after 13 solves was within 0.01% of the
@@ -74,7 +76,7 @@ class TileChoice:
     is the CP-SAT status by name ('OPTIMAL': proven; 'FEASIBLE': the time limit stopped a solve) or
     'BRUTE_FORCE' for the oracle. ``solve_time_s`` is the whole wall-clock time (data, model, every solve,
     the evaluator checks) and ``cpu_time_s`` the process CPU time over the same span (what a loaded
-    machine does not inflate).
+    machine does not inflate). ``energy_j``: the evaluator's energy of one count on these tiles.
     """
 
     op: str
@@ -92,6 +94,7 @@ class TileChoice:
     clock_ratio: float = 1.0
     working_set_bytes: float = 0.0
     solves: int = 0
+    energy_j: float = math.nan
     info: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -331,7 +334,7 @@ def evaluate_tiles(op: Op, chip, tm, tn, tk, split, *, full: bool = False):
     if full:
         return out
     ops = out.operators
-    return {"time_s": ops.t_op[:, 0], "traffic_bytes": ops.bytes_memory[:, 0],
+    return {"time_s": ops.t_op[:, 0], "traffic_bytes": ops.bytes_memory[:, 0], "energy_j": ops.energy[:, 0],
             "clock_ratio": out.columns["clock_ratio"]}
 
 

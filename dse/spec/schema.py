@@ -73,6 +73,9 @@ _SOLVER_HELP = {
     "storage": "Optuna storage URL (default: `study.journal` in the output folder)",
     "population": "NSGA-II population size (default: the batch)",
     "resolution": "grid points per continuous parameter (grid search)",
+    "tiles": "tiles of each design's GEMMs: `heuristic` (the evaluator's default tiles), `cpsat` (CP-SAT-optimal "
+             "tiles per design, cached by what determines them) or `auto`: cpsat where the study meets at most "
+             "{auto_max} distinct tile problems (estimated before the run), else heuristic (dse.study.tiles)",
 }
 
 _METHODS = {
@@ -380,9 +383,12 @@ def _study() -> list[str]:
             ((k, _STUDY_KEYS[k]) for k in TOP_KEYS)]
     defaults = {f.name: f.default for f in dataclasses.fields(SolverSettings)}
     out += ["", "### `solver`", "", "| key | default | description |", "|---|---|---|"]
+    from dse.study.tiles import AUTO_MAX_SOLVES
+
     for k in SOLVER_KEYS:
         d = defaults[k]
-        out.append(f"| `{k}` | {'-' if d is None else d} | {_cell(_SOLVER_HELP[k])} |")
+        out.append(f"| `{k}` | {'-' if d is None else d} | "
+                   f"{_cell(_SOLVER_HELP[k].replace('{auto_max}', str(AUTO_MAX_SOLVES)))} |")
     out += ["", "Methods:", ""] + [f"- `{m}`: {_METHODS[m]}" for m in METHODS]
     out += ["", "### `space`", "",
             "Each key is a dotted chip parameter (see the chip section), `base` (a choice of chips: "

@@ -57,18 +57,17 @@ from dse.workload import build
 
 TOP_KEYS = ("name", "question", "workloads", "scenarios", "base", "overrides", "space", "constraints", "objectives",
             "solver", "output", "modules")
-SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution")
+SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution", "tiles")
+#: What ``solver.tiles`` takes (dse.study.tiles): the evaluator's default tiles, CP-SAT tiles per design, or
+#: CP-SAT where the budget check says it is affordable (the default).
+TILE_MODES = ("auto", "heuristic", "cpsat")
 #: Keys a study once accepted and nothing read: refused with what to do instead.
 UNREAD_KEYS = {
     "technology": "a study cannot change the technology tables (dse/data/technology/); nothing reads this key: "
                   "remove it (a chip's node is its 'process' and its memory its 'hbm.generation': set them in "
                   "'overrides' or vary them in 'space')",
 }
-UNREAD_SOLVER_KEYS = {
-    "tiles": "tile selection per design is not implemented in studies yet; remove it (the search evaluates "
-             "each design with the evaluator's default tiles; 'method: cpsat_tiles' solves the optimal tiles "
-             "of fixed chips)",
-}
+UNREAD_SOLVER_KEYS: dict[str, str] = {}
 #: Keys of a what-if file (dse.whatif): such a file given to `dse run` is named for what it is.
 WHATIF_KEYS = ("baseline", "proposals")
 #: Most combinations of categorical chip values (e.g. hbm.generation x process) built as chips at load time.
@@ -113,6 +112,7 @@ class SolverSettings:
     storage: str | None = None
     population: int | None = None
     resolution: int = 11
+    tiles: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -496,6 +496,13 @@ def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = Fal
                 P.at(p, f"expected a storage URL string, got {v!r}")
             else:
                 kw[k] = v
+        elif k == "tiles":
+            if v not in TILE_MODES:
+                P.at(p, unknown_name("tile mode", str(v), TILE_MODES)
+                     + " (heuristic: the evaluator's default tiles; cpsat: CP-SAT tiles for every design; "
+                       "auto: cpsat where the budget check allows)")
+            else:
+                kw[k] = v
     settings = SolverSettings(**kw)
     if settings.method == "nsga2" and settings.population is not None and settings.population < 2:
         P.at(("solver", "population"), f"NSGA-II needs a population of at least 2, got {settings.population}")
@@ -525,6 +532,33 @@ def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = Fal
     _check_runs(spec, params, P, workload_paths, term_paths)
     P.raise_if_any()
     return spec
+
+
+# ------------------------------------------------------------------ solver.tiles (dse.study.tiles)
+
+
+def system_problem() -> str:
+    return ("solver.tiles: cpsat solves the tiles of one chip; a system of several chips (system.chips > 1, "
+            "tensor or pipeline parallel) is one chip with summed resources in the evaluator, which the tile "
+            "model does not build: use tiles: heuristic (or auto) for systems")
+
+
+def has_systems(spec) -> bool:
+    """Some design of the study is a system of several chips (its base, or a value of the space)."""
+    bases = [spec.base]
+    entry = next((e for e in spec.space if e.name == "base"), None)
+    if entry is not None:
+        bases = [load_chip(str(c)) for c in entry.choices]
+    for b in bases:
+        system = getattr(b, "system", None)
+        if b is not None and system is not None and float(getattr(system, "chips", 1) or 1) != 1:
+            return True
+    for e in spec.space:
+        if e.name == "system.chips":
+            values = list(e.choices) if e.kind == "choice" else [e.low, e.high]
+            if any(float(v) != 1 for v in values):
+                return True
+    return False
 
 
 # ------------------------------------------------------------------ validation equals run
@@ -701,6 +735,17 @@ def _check_runs(spec: StudySpec, params, P: _Problems, workload_paths, term_path
         P.at(("solver", "method") if "method" in raw_solver else ("scenarios",),
              f"a study with scenarios evaluates every design on each scenario, which the grid does; found "
              f"method {method!r}: use solver: {{method: grid}}")
+    if "tiles" in raw_solver and method in ("cpsat_tiles", "cpsat_split"):
+        P.at(("solver", "tiles"), f"method {method} does not search designs, so it has no tiles to choose "
+                                  f"({'it solves the optimal tiles itself' if method == 'cpsat_tiles' else 'its roofline model has no tiles'}); "
+                                  f"remove solver.tiles", key=True)
+    elif spec.solver.tiles == "cpsat" and params is not None:
+        try:
+            systems = has_systems(spec)
+        except DseError:
+            systems = False
+        if systems:
+            P.at(("solver", "tiles"), system_problem().split(": ", 1)[1])
     if params is None:
         return
     if method == "cpsat_tiles":

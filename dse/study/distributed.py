@@ -57,6 +57,7 @@ from dse.solvers.optuna_search import OptunaSolver, open_storage
 from dse.spec.study import SolverSettings, load_study
 from dse.storage import classify, mask, retry
 from dse.study.problem import make_problem
+from dse.study.tile_cache import evaluation_tag
 import dse.errors as errors
 
 WORKER_INDEX_ATTR = "dse:next_worker_index"
@@ -285,7 +286,8 @@ def _worker_main(payload: dict) -> tuple[str, str]:
         index = shared.claim_worker_index()
         solver = shared_solver(problem, shared, seed=settings.seed + index, budget=settings.trials,
                                method=settings.method, batch=settings.batch, storage=payload["storage"],
-                               study_name=spec.name, population=settings.population)
+                               study_name=spec.name, population=settings.population,
+                               evaluation=evaluation_tag(settings))
         solver.run()
         return "ok", ""
     except DseError as e:

@@ -23,6 +23,7 @@ from dse.hardware import Chips, catalog, load_chip, with_overrides
 from dse.solvers.base import Problem
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
 from dse.spec.study import StudySpec, WORKLOAD_PARAM_PREFIX
+from dse.study.tile_cache import study_cache
 from dse.workload import build
 
 
@@ -113,8 +114,12 @@ def _variant(base, items: tuple):
     return _VARIANTS[key]
 
 
-def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Metrics (N,) for a batch of design points: evaluator + area + cost, mixed over workloads."""
+def design_groups(spec: StudySpec, params: dict[str, np.ndarray]):
+    """The batch as groups of one vectorized evaluation each: ``(indices, chips, workload mix)``.
+
+    Rows are grouped by their categorical values (a base chip, an HBM generation, a number format): each group
+    is the base chip with those values applied, broadcast over its rows with their numeric values.
+    """
     n = len(next(iter(params.values()))) if params else 1
     cat_keys = [k for k, v in params.items()
                 if k.startswith(WORKLOAD_PARAM_PREFIX) or np.asarray(v).dtype.kind in "OUS"]
@@ -124,7 +129,6 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
         codes, uniques = pd.factorize(pd.MultiIndex.from_frame(combos))
     else:
         codes, uniques = np.zeros(n, dtype=int), [()]
-    out: dict[str, np.ndarray] = {}
     for g in range(len(uniques)):
         idx = np.nonzero(codes == g)[0]
         first = idx[0]
@@ -132,7 +136,20 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
         wl_cat = {k: params[k][first] for k in cat_keys if k.startswith(WORKLOAD_PARAM_PREFIX)}
         base = _variant(_base_of(spec, chip_cat), tuple((k, v) for k, v in chip_cat if k != "base"))
         chips = Chips.from_base(base, len(idx), {k: np.asarray(params[k], dtype=float)[idx] for k in num_keys})
-        m = evaluate_design(chips, group_workloads(spec, wl_cat)).columns
+        yield idx, chips, group_workloads(spec, wl_cat)
+
+
+def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Metrics (N,) for a batch of design points: evaluator + area + cost, mixed over workloads.
+
+    With ``solver.tiles: cpsat`` every GEMM-like operator of every point runs on its CP-SAT tiles
+    (:mod:`dse.study.tile_cache`, cached by what determines them); otherwise on the evaluator's default tiles.
+    """
+    n = len(next(iter(params.values()))) if params else 1
+    tile_fn = study_cache(spec).workload_tiles if getattr(spec.solver, "tiles", "heuristic") == "cpsat" else None
+    out: dict[str, np.ndarray] = {}
+    for idx, chips, mix in design_groups(spec, params):
+        m = evaluate_design(chips, mix, tiles_for=tile_fn).columns
         for k, v in m.items():
             if k not in out:
                 out[k] = np.empty(n, dtype=v.dtype if v.dtype != bool else bool)

@@ -19,7 +19,7 @@ from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
 from dse.spec.study import StudySpec, load_study
 from dse.storage import mask
-from dse.study import cpsat as study_cpsat
+from dse.study import cpsat as study_cpsat, tiles as study_tiles
 from dse.study.distributed import run_workers
 from dse.study.problem import MetricsLog, catalog_points, design_space, make_problem, results_table
 from dse.study.results import write_results
@@ -59,7 +59,7 @@ def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
         "constraints": [{"name": t.name, "unit": t.unit, "params": dict(t.params)} for t in spec.constraints],
         "space": [{"name": e.name, "kind": e.kind, "low": e.low, "high": e.high,
                    "choices": [str(c) for c in e.choices], "unit": e.dimension} for e in spec.space],
-        "solver": {**{k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers")},
+        "solver": {**{k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers", "tiles")},
                    "storage": None if spec.solver.storage is None else mask(spec.solver.storage)},  # no password
         "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
         "base_chip": spec.base_name,
@@ -177,9 +177,13 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
         except DseError as e:  # name the study: the solver's message is about its data, not a file position
             msg = str(e)
             raise type(e)(msg if msg.startswith(str(spec.path)) else f"{spec.path}: {msg}") from None
+    t0 = time.perf_counter()
+    decision = study_tiles.decide(spec)  # solver.tiles: auto / heuristic / cpsat -> what this run uses
+    spec = dataclasses.replace(spec, solver=dataclasses.replace(s, tiles=decision.used))
+    s = spec.solver
+    cache_before = study_tiles.study_cache(spec).snapshot() if decision.used == "cpsat" else {}
     log = MetricsLog(design_space(spec).names)
     problem = make_problem(spec, log)
-    t0 = time.perf_counter()
     out_dir = spec.output
     lock = OutputLock(out_dir) if s.storage is None else _NoLock()
     with lock:
@@ -192,7 +196,7 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
         else:
             solver = OptunaSolver(problem, seed=s.seed, budget=s.trials, method=s.method, batch=s.batch,
                                   storage=storage_url, study_name=spec.name, population=s.population,
-                                  progress=bar.update if bar else None)
+                                  progress=bar.update if bar else None, evaluation=study_tiles.evaluation_tag(s))
         try:
             if s.method != "grid" and (s.workers > 1 or s.storage is not None):  # shared storage: dse.study.distributed
                 run_workers(spec, storage_url, bar=bar.bar if bar else None)
@@ -202,6 +206,7 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
                 bar.close()
         table = results_table(spec, result, problem, log)
         meta = meta_of(spec, problem, result, time.perf_counter() - t0)
+        meta["tiles"] = study_tiles.tiles_meta(spec, decision, table, cache_before)
         if write:
             cat = catalog_points(spec)
             write_results(out_dir, table, meta, cat)

@@ -90,6 +90,8 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
             failures.append(f"{where}: CP-SAT {c.time_s:.9g} s {c.tiles} vs brute force {b.time_s:.9g} s {b.tiles}")
         elif not math.isclose(c.traffic_bytes, b.traffic_bytes, rel_tol=1e-12):
             failures.append(f"{where}: traffic {c.traffic_bytes:.0f} B vs brute force {b.traffic_bytes:.0f} B")
+        elif not math.isclose(c.energy_j, b.energy_j, rel_tol=2 * TIME_RTOL):  # (ties' static energy: TIME_RTOL)
+            failures.append(f"{where}: energy {c.energy_j:.9g} J {c.tiles} vs brute force {b.energy_j:.9g} J {b.tiles}")
         # the returned tiles, fed to the evaluator, reproduce the solver's time and traffic
         out = evaluate_workload(chips[chip], _alone(op), tiles=tuple(np.array([[x]], dtype=float) for x in c.tiles),
                               breakdown=True)

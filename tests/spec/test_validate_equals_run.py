@@ -239,11 +239,13 @@ def test_every_shipped_constraint_and_objective_computes_on_a_study(tmp_path):
 # ---------------------------------------------------------------- 4. keys accepted and never read
 
 
-def test_solver_tiles_is_refused(tmp_path):
+def test_solver_tiles_is_read(tmp_path):
+    """solver.tiles was once accepted and read by nothing (then refused); it now chooses each design's tiles
+    (dse.study.tiles, issue 18): the study validates and runs on CP-SAT tiles."""
     p = _write(tmp_path, STUDY.replace("seed: 0}", "seed: 0, tiles: cpsat}"))
-    msg = _refused(p)
-    assert f"{p}:{_line_of(p, 'tiles')}:" in msg and "solver.tiles:" in msg, msg
-    assert "not implemented in studies yet" in msg and "remove it" in msg, msg
+    assert validate_file(p) == "study"
+    assert load_study(p).solver.tiles == "cpsat"
+    _run(p, tmp_path)
 
 
 def test_top_level_technology_is_refused(tmp_path):
