@@ -104,7 +104,7 @@ def _write_split_report(spec, out_dir: Path, choice, elapsed: float) -> None:
 
     from dse.report import write_reports
     from dse.study.results import write_results
-    from dse.study.run import meta_of
+    from dse.study.meta import meta_of
 
     log = MetricsLog(design_space(spec).names)
     problem = make_problem(spec, log)

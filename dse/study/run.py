@@ -18,7 +18,7 @@ from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
 from dse.spec.study import StudySpec, load_study
-from dse.storage import mask
+from dse.study.meta import meta_of  # noqa: F401 (re-exported: dse.study.run.meta_of)
 from dse.study import cpsat as study_cpsat, tiles as study_tiles
 from dse.study.distributed import run_workers
 from dse.study.problem import MetricsLog, catalog_points, design_space, make_problem, results_table
@@ -48,29 +48,6 @@ class OutputLock:
     def __exit__(self, *exc):
         fcntl.flock(self.fh, fcntl.LOCK_UN)
         self.fh.close()
-
-
-def meta_of(spec: StudySpec, problem, result, elapsed: float) -> dict:
-    return {
-        "name": spec.name,
-        "question": spec.question,
-        "study_file": str(spec.path),
-        "objectives": [{"name": t.name, "direction": t.direction, "unit": t.unit} for t in spec.objectives],
-        "constraints": [{"name": t.name, "unit": t.unit, "params": dict(t.params)} for t in spec.constraints],
-        "space": [{"name": e.name, "kind": e.kind, "low": e.low, "high": e.high,
-                   "choices": [str(c) for c in e.choices], "unit": e.dimension} for e in spec.space],
-        "solver": {**{k: getattr(spec.solver, k) for k in ("method", "trials", "batch", "seed", "workers", "tiles")},
-                   "storage": None if spec.solver.storage is None else mask(spec.solver.storage)},  # no password
-        "workloads": [{**{k: str(v) for k, v in body.items()}, "weight": w} for body, w in spec.workloads],
-        "base_chip": spec.base_name,
-        "n_trials": int(result.n_evaluated),
-        "stored_copies": int((getattr(result, "info", None) or {}).get("stored_copies", 0)),
-        "n_feasible": int(result.n_feasible),
-        "status": result.status,
-        "message": result.message,
-        "seed": spec.solver.seed,
-        "elapsed_s": round(elapsed, 3),
-    }
 
 
 def run_study(path, *, trials: int | None = None, workers: int | None = None, storage: str | None = None,
