@@ -465,3 +465,31 @@ def test_default_tiles_fit_the_buffer_and_feed_buffer_fit(decode_8k):
     tiny = Chips.from_base(load_chip("h100"), 1, {"local_buffer": np.array([1024.0])})
     t = evaluate_design(tiny, decode_8k)
     assert buffer_fit.constraint(t)[0] == t["tile_working_set_bytes"][0] - 1024.0 > 0
+
+
+def test_prefill_gemms_on_h100_stay_near_compulsory_traffic_and_compute_bound():
+    """Qwen3-8B 4K prefill on H100 (issue 15 item 2): the units' concurrent block of output tiles shares its
+    operand panels (dse.model.tiling.block_reads), so an operand that fits the 50 MB L2 is read once and the
+    others about twice; every GEMM with 4096 rows is compute-bound.
+
+    Hand counts: q/k/v/o, gate and up projections and attention have one operand (or both) in L2 and the
+    other streamed once by a block spanning its whole extent -> exactly compulsory. The down projection
+    (4096 x 12288 x 4096, both operands 100.7 MB): the heuristic 128 x 128 tiles give c_M = c_N = 32, a
+    block of at most 132 tiles, 11 x 12, reads A ceil(32 / 12) = 3 and B ceil(32 / 11) = 3 times:
+    (6 x 100.66 + 33.55) / 234.9 MB = 2.71x compulsory (the per-tile rule read 7.9x); CP-SAT's tiles
+    (solver.tiles: cpsat) read each operand twice (416 MiB, 1.86x).
+    """
+    from dse.solvers.cpsat_tiles import solve_tiles
+
+    wl = W.prefill("qwen3-8b", batch=1, tokens=4096)
+    r = evaluate(Chips.from_specs([load_chip("h100-sxm")]), wl, breakdown=True)
+    o = r.attrs["operators"].set_index("op")
+    gemms = [op.name for op in wl.ops if op.m >= 4096 and op.n > 0 and op.k > 0]
+    assert {"q_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "attn_qk", "attn_pv"} <= set(gemms)
+    for name in gemms:
+        assert o.loc[name, "bound"] == "compute", name
+        limit = 2.72 if name == "down_proj" else 1.0 + 1e-12
+        assert o.loc[name, "bytes_memory"] <= limit * o.loc[name, "bytes_compulsory"], name
+    down = wl.op("down_proj")
+    best = solve_tiles(down, "h100-sxm")
+    assert best.traffic_bytes == pytest.approx((4 * 4096 * 12288 * 2 + 4096 * 4096 * 2), rel=1e-9)

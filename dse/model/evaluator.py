@@ -543,11 +543,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     wave_eff = tiling.wave_efficiency(work_items, units)  # 1 without work items
     rate = units * fpc * clock  # FLOP/s at peak clock
 
-    # ---- off-chip traffic from tiles (seed 004 §4.3.2, §4.4.1): an operand is re-read from memory once per
-    # block of the other operand that L2 can hold beside it; with the whole operand in L2 it is read once.
+    # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
+    # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
+    # operand, or once per L2 panel where that is wider; with the whole operand in L2 it is read once.
     t2 = tiling.l2_panel(l2, ops.k, ops.ea, ops.eb)
-    rA = tiling.operand_reads(ops.a_gemm, ops.n, tn, t2, l2)
-    rB = tiling.operand_reads(ops.b_gemm, ops.m, tm, t2, l2)
+    rA, rB = tiling.block_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, tiling.ceil_div_core(ops.m, tm),
+                                tiling.ceil_div_core(ops.n, tn), units, split,
+                                tiling.operand_reads(ops.a_gemm, ops.n, 1.0, t2, l2),
+                                tiling.operand_reads(ops.b_gemm, ops.m, 1.0, t2, l2), tiling.block_span(l2, c.buf))
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
@@ -742,7 +745,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_link_s": t_link,
         "t_die_link_s": _sum(np.broadcast_to(t_d2d, t_op.shape), cnt),
         "die_link_bytes": d2d_tot,
-        "die_placement_centralized": (np.broadcast_to(central, tw.shape) * tw).sum(axis=1) / np.maximum(device, 1e-300),
+        "die_placement_centralized": np.where(np.broadcast_to(central, tw.shape) > 0, tw, 0.0).sum(axis=1)
+        / np.maximum(device, 1e-300),
         "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(time_s.shape, np.nan)),
         "system_chips": p_sys,
         "time_matrix_bound_s": t_bound[0],

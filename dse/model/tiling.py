@@ -17,6 +17,8 @@ Sources:
     tile_working_set, square_tile        seed 004 §4.3.2, §4.4.2 (working set vs buffer, double buffering)
     gemm_traffic, local_buffer_bytes     seed 004 §4.4.1 (tiled input re-reads), §4.3.2
     l2_panel, operand_reads              seed 004 §4.3.2, §4.4.1 (an operand re-read once per L2 panel)
+    block_span, block_reads              seed 004 §4.2.1, §4.3.2 (the units' concurrent output block shares
+                                         its operand panels: re-reads per block, not per tile)
     partial_sum_bytes, partial_sum_splits  seed 004 §4.4.2 (split-K: partial sums written and read back)
 """
 
@@ -41,6 +43,8 @@ __all__ = [
     "local_buffer_bytes",
     "l2_panel",
     "operand_reads",
+    "block_span",
+    "block_reads",
     "partial_sum_bytes",
     "partial_sum_splits",
 ]
@@ -193,6 +197,72 @@ def operand_reads(operand_bytes, extent, tile, panel, l2_bytes):
     Note ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2)): the CP-SAT tile model uses the right side.
     """
     return np.where(operand_bytes > l2_bytes, ceil_div_core(extent, np.maximum(tile, panel)), 1.0)
+
+
+def block_span(l2_bytes, local_buffer_bytes):
+    """The most tile rows (or columns) a concurrent block may span: floor(L2 / local buffer), at least 1.
+
+    The block's units share operand slices through the L2, which stages them: a block a x b tiles wide
+    streams its a A-slices and b B-slices through the L2 at once, at most max(a, b) local buffers' worth
+    (each unit's slices fit its own buffer). With no L2 every unit fetches its own operands (span 1: the
+    per-tile rule); H100 (50 MB L2, 228 KiB shared memory per SM): 214, no limit for 132 SMs.
+    """
+    l2, buf = np.asarray(l2_bytes, dtype=float), np.asarray(local_buffer_bytes, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        span = np.where(buf > 0, np.floor(l2 / np.where(buf > 0, buf, 1.0)), np.where(l2 > 0, np.inf, 1.0))
+    return np.maximum(span, 1.0)
+
+
+def block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=np.inf):
+    """Times A and B are read from main memory when the units compute a block of output tiles at once.
+
+    The units work on ``a x b`` output tiles concurrently (a <= c_M tile rows, b <= c_N tile columns,
+    a b s <= U for U units and split-K s; seed 004 §4.2.1: a wave's blocks run on all units at once). The
+    block's units stream the same K slices of its ``a`` A-panels and ``b`` B-panels together, so each
+    slice comes from memory once per block, not once per tile: A is read ceil(c_N / b) times and B
+    ceil(c_M / a) times, each capped by its L2 rule ``cap_a`` / ``cap_b`` (:func:`operand_reads` with a
+    1-wide tile: 1 where the operand fits L2, else ceil(X / t_2) for the L2 panel t_2; seed 004 §4.3.2).
+    The kernel arranges the block (its rasterization) to move the fewest bytes, A r_A + B r_B: the exact
+    integer optimum over the block's shape, found among a = ceil(c_M / r) (the smallest block height for
+    r_B = r, which leaves the widest b = min(floor(U' / a), c_N)). H100 (132 SMs), 4096 x 12288 x 4096
+    BF16 in 128 x 256 tiles (c_M = 32, c_N = 16): a block of 16 x 8 tiles reads each operand twice
+    (433 MB with C, 1.84x compulsory) where one tile at a time reads A 16 and B 32 times. One unit
+    (U = 1): a = b = 1, r_A = min(c_N, cap_a), r_B = min(c_M, cap_b), the per-tile rule. Returns
+    (r_A, r_B) as float arrays of the broadcast shape.
+    """
+    a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span = (
+        np.asarray(x, dtype=float) for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span))
+    u = np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0)  # output tiles in flight at once
+    c_m, c_n = np.maximum(c_m, 1.0), np.maximum(c_n, 1.0)
+    a_max = np.minimum(np.minimum(u, c_m), span)
+    b_top = np.minimum(c_n, span)
+    # one operand fits L2 (read once): the block runs the full width along the other one
+    r_a = np.where(cap_a > 1.0, np.minimum(np.ceil(c_n / np.minimum(u, b_top)), cap_a), 1.0)
+    r_b = np.where(cap_b > 1.0, np.minimum(np.ceil(c_m / a_max), cap_b), 1.0)
+    both = (cap_a > 1.0) & (cap_b > 1.0) & (u > 1.0)
+    if not both.any():
+        return np.broadcast_arrays(r_a, r_b)
+    shape = np.broadcast_shapes(*(x.shape for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)))
+    r_a, r_b = (np.array(np.broadcast_to(x, shape)) for x in (r_a, r_b))
+    idx = np.broadcast_to(both, shape)
+    A, B, cm, cn, uu, am, ca, cb, bt = (np.broadcast_to(x, shape)[idx] for x in
+                                        (a_bytes, b_bytes, c_m, c_n, u, a_max, cap_a, cap_b, b_top))
+    best = np.full(cm.shape, np.inf)
+    ba, bb = np.ones_like(cm), np.ones_like(cm)
+    top = int(np.ceil(np.sqrt(cm.max())))
+    # every distinct ceil(c_M / r): r = 1..top directly, and the values below ceil(c_M / top) as a itself
+    for r in range(1, top + 1):
+        for a in (np.ceil(cm / r), np.full(cm.shape, float(r))):
+            a = np.minimum(a, am)
+            b = np.minimum(np.floor(uu / a), bt)
+            ra = np.minimum(np.ceil(cn / b), ca)
+            rb = np.minimum(np.ceil(cm / a), cb)
+            cost = A * ra + B * rb
+            better = cost < best
+            best = np.where(better, cost, best)
+            ba, bb = np.where(better, ra, ba), np.where(better, rb, bb)
+    r_a[idx], r_b[idx] = ba, bb
+    return r_a, r_b
 
 
 def partial_sum_bytes(m, n, batch, split):

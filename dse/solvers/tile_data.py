@@ -137,8 +137,9 @@ class TileData:
     a_mem: float
     b_mem: float
     c_mem: float
-    ra_cap: int                  # r_A = min(c_N, ra_cap); 1: A fits L2, r_A = 1
+    ra_cap: int                  # r_A = min(ceil(c_N / b), ra_cap) for a block of b tile columns; 1: A fits L2
     rb_cap: int
+    block_span: float            # tiling.block_span: the most tile rows (columns) a concurrent block spans
     partial_bytes: float         # 8 M N batch per extra split
     partial_split: int           # partials go to memory from this split on
     bandwidth: float
@@ -294,6 +295,7 @@ def tile_data(op: Op, chip) -> TileData:
         local_buffer=g("local_buffer"), accumulator=g("accumulator"), register_file=g("register_file"),
         padded_flops=fpad, unit_rate=fpc * clock * ceff, t_vector=tv,
         a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
+        block_span=float(tiling.block_span(l2, g("local_buffer"))),
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
         power_budget=p_budget, band_budget=band_budget, e_mem=g("energy.memory"),
         power_exponent=1,  # the band tolerance: g(r) grows at least as fast as r, so u-bands of (1 + rtol) are tight

@@ -35,6 +35,22 @@ NO_ROOM = (-1, -1)
 BAND_RTOL = 1e-3
 
 
+def block_shapes(units: int, split_max: int, qm_max: int, qn_max: int, span: int) -> list[tuple[int, int]]:
+    """The concurrent blocks (a, b) of output tiles worth trying (dse.model.tiling.block_reads): for every
+    U' = floor(U / s), s <= split_max, the least a of each distinct b = min(floor(U' / a), qn_max, span),
+    a <= min(qm_max, span). Any other block reads no less than one of these (a smaller a with the same b, or
+    the same a with a wider b)."""
+    shapes = set()
+    for up in {units // s for s in range(1, max(1, min(split_max, units)) + 1)}:
+        last = None
+        for a in range(1, min(up, qm_max, span) + 1):
+            b = min(up // a, qn_max, span)
+            if b != last:
+                shapes.add((a, b))
+                last = b
+    return sorted(shapes)
+
+
 class TileModel:
     """The CP-SAT model of one operator's tiles (data -> variables -> constraints), one per operator.
 
@@ -180,19 +196,47 @@ class TileModel:
                 m.add(acc * mn <= to_int(d.register_file, rounding="down")).with_name("register_fit")
 
     def _memory(self):
-        """bytes = A r_A + B r_B + C + [s >= s_0] P (s - 1), x byte scale; BW_q time >= bytes."""
+        """bytes = A r_A + B r_B + C + [s >= s_0] P (s - 1), x byte scale; BW_q time >= bytes.
+
+        r_A = min(ceil(c_N / b), cap_A), r_B = min(ceil(c_M / a), cap_B) for a block of a x b output tiles in
+        flight (a b s <= U); the minimization chooses the block, as the evaluator's
+        :func:`dse.model.tiling.block_reads` does.
+        """
         d, m, v = self.d, self.model, self.v
         sb = self.sb
         terms = []
+        re_a, re_b = d.a_mem > 0 and d.ra_cap > 1, d.b_mem > 0 and d.rb_cap > 1
+        r_blk = {}
+        if d.units > 1 and (re_a or re_b):
+            # the units' concurrent block of a x b output tiles (dse.model.tiling.block_reads): a b s <= U; A is
+            # read ceil(c_N / b), B ceil(c_M / a) times (a block wider than the grid reads once: the ceiling is
+            # 1). The blocks worth trying are constants: for each U' = floor(U / s), the least a of every
+            # b = floor(U' / a). One literal per block, so every constraint is linear under its literal.
+            ra = r_blk["reads_a"] = self._var("reads_a_per_block", 1, d.qn_max) if re_a else None
+            rb = r_blk["reads_b"] = self._var("reads_b_per_block", 1, d.qm_max) if re_b else None
+            lits = []
+            for a, b in block_shapes(d.units, d.split_max, d.qm_max, d.qn_max, int(min(d.block_span, d.units))):
+                x = m.new_bool_var(f"block_{a}x{b}[{d.op.name}]")
+                lits.append(x)
+                if d.units // (a * b) < d.split_max:
+                    m.add(v["split"] <= d.units // (a * b)).only_enforce_if(x)
+                if ra is not None and b < d.qn_max:
+                    m.add(b * ra >= v["c_n"]).only_enforce_if(x)
+                if rb is not None and a < d.qm_max:
+                    m.add(a * rb >= v["c_m"]).only_enforce_if(x)
+            m.add_exactly_one(lits)
         for name, size, cap, count in (("reads_a", d.a_mem, d.ra_cap, "c_n"), ("reads_b", d.b_mem, d.rb_cap, "c_m")):
             if size <= 0:
                 continue
             if cap <= 1:  # fits L2: read once whatever the tiles
                 terms.append(to_int(size * sb))
-            else:
-                r = self._var(name, 1, min(self.hi[count], cap))
-                m.add_min_equality(r, [v[count], cap])  # ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2))
-                terms.append(to_int(size * sb) * r)
+                continue
+            r = self._var(name, 1, min(self.hi[count], cap))
+            if name in r_blk:  # r = min(ceil(c / block), cap)
+                m.add_min_equality(r, [r_blk[name], cap])
+            else:  # one unit: ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2))
+                m.add_min_equality(r, [v[count], cap])
+            terms.append(to_int(size * sb) * r)
         terms.append(to_int(d.c_mem * sb))
         if d.split_max >= d.partial_split:
             spill = m.new_bool_var(f"partials_to_memory[{d.op.name}]")
@@ -208,8 +252,9 @@ class TileModel:
     def bytes_of(self, cm: int, cn: int, split: int) -> int:
         """The model's integer bytes (x byte scale) of a class, by the same terms as the constraint."""
         d, sb = self.d, self.sb
-        ra = min(cn, d.ra_cap) if d.ra_cap else 1
-        rb = min(cm, d.rb_cap) if d.rb_cap else 1
+        ra, rb = (int(x) for x in tiling.block_reads(d.a_mem, d.b_mem, cm, cn, d.units, split,
+                                                      max(d.ra_cap, 1), max(d.rb_cap, 1),
+                                                      d.block_span))
         out = to_int(d.a_mem * sb) * ra + to_int(d.b_mem * sb) * rb + to_int(d.c_mem * sb)
         if split >= d.partial_split:
             out += to_int(d.partial_bytes * sb) * (split - 1)

@@ -103,6 +103,62 @@ def test_l2_panel_and_operand_reads():
     assert tiling.operand_reads(1e6, 4096, 128, 1, 25e6) == 1
 
 
+def _block_brute_force(A, B, cm, cn, units, split, cap_a, cap_b, span=10**9):
+    """The definition of block_reads, enumerated: every block of a x b output tiles with a b s <= U."""
+    best = None
+    for a in range(1, min(cm, span) + 1):
+        for b in range(1, min(cn, span) + 1):
+            if a * b * split > max(units, split):  # (U < s: one tile in flight)
+                continue
+            ra = 1 if cap_a <= 1 else min(-(-cn // b), cap_a)
+            rb = 1 if cap_b <= 1 else min(-(-cm // a), cap_b)
+            cost = A * ra + B * rb
+            if best is None or cost < best[0]:
+                best = (cost, ra, rb)
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 200), st.integers(1, 4),
+       st.integers(1, 50), st.integers(1, 50), st.floats(0.1, 10.0), st.integers(1, 60))
+def test_block_reads_is_the_least_traffic_block(cm, cn, units, split, cap_a, cap_b, ratio, span):
+    """block_reads returns the least-traffic block of the brute force over every block shape."""
+    A, B = 1e6 * ratio, 1e6
+    ra, rb = tiling.block_reads(A, B, cm, cn, units, split, cap_a, cap_b, span)
+    cost, _, _ = _block_brute_force(A, B, cm, cn, units, split, cap_a, cap_b, span)
+    assert A * float(ra) + B * float(rb) == pytest.approx(cost, rel=1e-12)
+    assert 1 <= float(ra) <= max(cap_a, 1) and 1 <= float(rb) <= max(cap_b, 1)  # compulsory is the floor
+
+
+def test_block_reads_by_hand():
+    # H100 (132 SMs), down projection 4096 x 12288 x 4096 BF16 in 128 x 256 tiles: c_M = 32, c_N = 16; neither
+    # 100.7 MB operand fits the 50 MB L2 (L2 panels of floor(50e6 / (2 x 12288 x 4)) = 508 rows: caps
+    # ceil(4096 / 508) = 9). A block of 16 x 8 = 128 tiles (<= 132) reads A ceil(16 / 8) = 2 and B
+    # ceil(32 / 16) = 2 times; 32 x 4 reads 4 + 1 = 5, 11 x 12 reads 2 + 3 = 5: the least is 2 + 2
+    A = B = 4096 * 12288 * 2
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 132, 1, 9, 9)] == [2.0, 2.0]
+    # one unit: the per-tile rule, min(c_N, cap) and min(c_M, cap)
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 1, 1, 9, 9)] == [9.0, 9.0]
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 1, 1, 40, 40)] == [16.0, 32.0]
+    # B fits L2 (cap 1): B once, A once per block of min(132, 16) = 16 tile columns: once
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 132, 1, 9, 1)] == [1.0, 1.0]
+    # split-K 4 leaves floor(132 / 4) = 33 output tiles in flight: 8 x 4 reads A 4 and B 4 times (8);
+    # 4 x 8: 2 + 8; 11 x 3: 6 + 3; 5 x 6: 3 + 7; 2 x 16: 1 + 16 -- the least is 8 x 4
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 132, 4, 40, 40)] == [4.0, 4.0]
+    # no L2 to share slices through: every unit reads its own (span 1), the per-tile rule
+    assert tiling.block_span(0.0, 228 * 1024) == 1.0
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 132, 1, 9, 9, tiling.block_span(0.0, 2**20))] \
+        == [9.0, 9.0]
+    # H100: 50 MB L2 / 228 KiB = 214 local buffers' worth of slices: no limit on a 132-tile block
+    assert tiling.block_span(50e6, 228 * 1024) == 214.0
+    # 1 MB L2 with 228 KiB buffers stages 4: a block of at most 4 x 4 -> A 16 / 4 = 4, B 32 / 4 = 8 times
+    assert [float(x) for x in tiling.block_reads(A, B, 32, 16, 132, 1, 40, 40, tiling.block_span(1e6, 228 * 1024))] \
+        == [4.0, 8.0]
+    # arrays broadcast: per-point units
+    ra, rb = tiling.block_reads(A, B, 32, 16, np.array([1.0, 132.0]), 1, 9, 9)
+    assert ra.tolist() == [9.0, 2.0] and rb.tolist() == [9.0, 2.0]
+
+
 def test_partial_sums():
     # split 4 of a 128 x 256 FP32 output: 3 partial outputs of 128 KiB, written and read back: 768 KiB
     assert tiling.partial_sum_bytes(128, 256, 1, 4) == 3 * 128 * 1024 * 2
