@@ -118,7 +118,7 @@ class SplitData:
     op_names: tuple[str, ...]    # "workload/op"
     weight: np.ndarray           # (O,) workload weight (normalized over the mix) x count
     cycles: np.ndarray           # (O,) K_o: unit-cycles (compute time = K_o / (u f))
-    bytes: np.ndarray            # (O, B, L) off-chip bytes
+    bytes: np.ndarray            # (O, U, B, L) off-chip bytes
     energy: np.ndarray           # (O, U, B, L, F) J of one instance of o (the evaluator's compute + memory energy)
     stack_bandwidth: float       # B/s per stack, efficiency included
     little_cap: float            # B/s, inf without a Little's-law cap
@@ -139,7 +139,7 @@ class SplitData:
         u = self.units[iu][..., None]
         f = self.clocks[if_][..., None]
         s = self.stacks[is_][..., None]
-        by = np.moveaxis(self.bytes[:, ib, il], 0, -1)
+        by = np.moveaxis(self.bytes[:, iu, ib, il], 0, -1)
         bw = np.minimum(s * self.stack_bandwidth, self.little_cap)  # links.effective_bandwidth, per stack count
         return np.maximum(self.cycles / (u * f), by / bw)
 
@@ -272,13 +272,13 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         ops = evaluate_workload(ublf, w, breakdown=True).operators
         O = len(t.names)
         traffic = ops.bytes_memory.T.reshape(O, nu, nb, nl, nf)
-        if not np.allclose(traffic, traffic[:, :1, :, :, :1], rtol=1e-12):
-            raise SolverError("split solver: the evaluator's off-chip traffic now depends on the unit count or the "
-                              "clock, which the split model takes as separable; revisit dse.solvers.cpsat_split")
+        if not np.allclose(traffic, traffic[..., :1], rtol=1e-12):
+            raise SolverError("split solver: the evaluator's off-chip traffic now depends on the clock, which the "
+                              "split model takes as separable; revisit dse.solvers.cpsat_split")
         names += [f"{w.name}/{n}" for n in t.names]
         weights.append(a / total_weight * t.count)
         cycles.append(np.maximum(k_matrix, k_vector) / g("dies", 1.0))
-        byte_rows.append(traffic[:, 0, :, :, 0])
+        byte_rows.append(traffic[..., 0])  # (O, U, B, L): the units' concurrent block shares operand slices
         energy_rows.append(ops.energy.T.reshape(O, nu, nb, nl, nf))
     weight, cyc, byt = np.concatenate(weights), np.concatenate(cycles), np.concatenate(byte_rows, axis=0)
     energy = np.concatenate(energy_rows, axis=0)
@@ -399,18 +399,18 @@ class _SplitModel:
     def _scales(self):
         d = self.d
         u, f, s = d.units.max(), d.clocks.max(), d.stacks.max()
-        t_ops = np.maximum(d.cycles / (u * f), d.bytes.min(axis=(1, 2)) / (s * d.stack_bandwidth))
+        t_ops = np.maximum(d.cycles / (u * f), d.bytes.min(axis=(1, 2, 3)) / (s * d.stack_bandwidth))
         lb = float((t_ops * d.weight).sum())
         if lb <= 0:
             raise SpecError("split solver: the workloads do no work")
         self.q = lb / 2**TIME_BITS
         # integer coefficients of the time terms (rounded up: the model's t_o is the least integer >= t_o / q)
         self.comp = np.array([[to_int(c / f, self.q, "up") for f in d.clocks] for c in d.cycles], dtype=np.int64)
-        self.mem = np.array([[[to_int(b / d.stack_bandwidth, self.q, "up") for b in row] for row in op]
-                             for op in d.bytes], dtype=np.int64)
+        ints = lambda arr, rate: np.array([to_int(b / rate, self.q, "up") for b in arr.ravel()],  # noqa: E731
+                                          dtype=np.int64).reshape(arr.shape)
+        self.mem = ints(d.bytes, d.stack_bandwidth)
         if math.isfinite(d.little_cap):
-            self.little = np.array([[[to_int(b / d.little_cap, self.q, "up") for b in row] for row in op]
-                                    for op in d.bytes], dtype=np.int64)
+            self.little = ints(d.bytes, d.little_cap)
         else:
             self.little = np.zeros_like(self.mem)
 
@@ -430,6 +430,15 @@ class _SplitModel:
             m.add(x == sum(self.y_bl[i]))
         for j, x in enumerate(self.x_l):
             m.add(x == sum(self.y_bl[i][j] for i in range(len(d.buffers))))
+        # the one-hot product [u] x [b, l] (off-chip bytes and static power depend on all three)
+        nu, nb, nl = len(d.units), len(d.buffers), len(d.l2s)
+        self.w_ubl = [[[m.new_bool_var(f"units_buffer_l2[{int(d.units[a])},{int(d.buffers[i])},{int(d.l2s[j])}]")
+                        for j in range(nl)] for i in range(nb)] for a in range(nu)]
+        for a in range(nu):
+            m.add(sum(self.w_ubl[a][i][j] for i in range(nb) for j in range(nl)) == self.x_u[a])
+        for i in range(nb):
+            for j in range(nl):
+                m.add(sum(self.w_ubl[a][i][j] for a in range(nu)) == self.y_bl[i][j])
         self.i_u = m.new_int_var(0, len(d.units) - 1, "units_index")
         m.add(self.i_u == sum(i * x for i, x in enumerate(self.x_u)))
         self.u = m.new_int_var(int(d.units.min()), int(d.units.max()), "units")
@@ -466,13 +475,15 @@ class _SplitModel:
             tm = m.new_int_var(0, hm, f"t_memory[{name}]")
             tms = m.new_int_var(0, hm * int(d.stacks.max()), f"t_memory_x_stacks[{name}]")
             m.add_multiplication_equality(tms, [tm, self.s])
-            m_sel = sum(int(mem[i, j]) * self.y_bl[i][j] for i in range(nb) for j in range(nl))
+            nu = len(d.units)
+            m_sel = sum(int(mem[a, i, j]) * self.w_ubl[a][i][j] for a in range(nu) for i in range(nb) for j in range(nl))
             m.add(tms >= m_sel)
             m.add(tms <= m_sel + self.s - 1)
             terms = [tc, tm]
             if math.isfinite(d.little_cap):
                 tl = m.new_int_var(0, int(little.max()), f"t_little[{name}]")
-                m.add(tl == sum(int(little[i, j]) * self.y_bl[i][j] for i in range(nb) for j in range(nl)))
+                m.add(tl == sum(int(little[a, i, j]) * self.w_ubl[a][i][j]
+                                for a in range(nu) for i in range(nb) for j in range(nl)))
                 terms.append(tl)
             t = m.new_int_var(0, hi, f"t[{name}]")
             m.add_max_equality(t, terms)
@@ -522,14 +533,7 @@ class _SplitModel:
         # P t_hi x (terms + 1) within int64: CP-SAT bounds a linear constraint by the sum of its terms' ranges; 9 bits
         # of headroom besides (at 61 bits CP-SAT 9.x's presolve proved a feasible space infeasible: h100-serving)
         pb = min(POWER_BITS, math.floor(52 - math.log2(max(self.t_hi) + 1) - math.log2(nu * nb * nl + 2)))
-        # the one-hot product [u] x [b, l]
-        w = [[[m.new_bool_var(f"units_buffer_l2[{int(d.units[a])},{int(d.buffers[i])},{int(d.l2s[j])}]")
-               for j in range(nl)] for i in range(nb)] for a in range(nu)]
-        for a in range(nu):
-            m.add(sum(w[a][i][j] for i in range(nb) for j in range(nl)) == self.x_u[a])
-        for i in range(nb):
-            for j in range(nl):
-                m.add(sum(w[a][i][j] for a in range(nu)) == self.y_bl[i][j])
+        w = self.w_ubl  # the one-hot product [u] x [b, l]
         lit = self.limit["tdp"]
         if room <= 0:
             m.add_bool_or([lit.negated()])  # no power beside the static power: no design meets the limit
@@ -575,8 +579,8 @@ class _SplitModel:
         u = d.units[iu].astype(np.int64)[..., None]
         s = d.stacks[is_].astype(np.int64)[..., None]
         comp = np.moveaxis(self.comp[:, if_], 0, -1)
-        mem = np.moveaxis(self.mem[:, ib, il], 0, -1)
-        little = np.moveaxis(self.little[:, ib, il], 0, -1)
+        mem = np.moveaxis(self.mem[:, iu, ib, il], 0, -1)
+        little = np.moveaxis(self.little[:, iu, ib, il], 0, -1)
         t = np.maximum(np.maximum(-(-comp // u), -(-mem // s)), little)
         return (t.astype(object) * np.array(self.w_int, dtype=object)).sum(axis=-1)
 
