@@ -16,7 +16,7 @@ import re
 import pytest
 
 from dse.cli import _load_extra_commands, build_parser, main
-from dse.units import parse_quantity
+from dse.units import format_quantity, parse_quantity
 
 RAW_FLOAT = re.compile(r"\d\.\d+e[-+]\d+")  # 4.885496e-09
 
@@ -142,6 +142,43 @@ def test_tiles_one_solver(solver, shown, capsys):
     # M = 1: the 4096 x 4096 FP8 weights (16.8 MB) dominate the traffic, read once at 3.3536 TB/s
     assert parse_quantity(t["off-chip traffic"], "bytes") == pytest.approx(4096 * 4096 + 2 * 4096 * 2, rel=1e-3)
     assert parse_quantity(t["time"], "time") == pytest.approx((4096 * 4096 + 2 * 4096 * 2) / 3.3536e12, rel=1e-3)
+
+
+def test_tiles_report_layout_kloop_and_occupancy(capsys):
+    """`dse tiles` shows the tiles' address spans (seed 004 §4.4.1), the k-loop with 1 and 2 input slots and by
+    slots (§4.4.2) and, given the kernel's waves and VGPRs, the occupancy (seed 000), from dse.model's functions."""
+    from dse.model import pipeline, tiling
+
+    assert main(["tiles", "--chip", "mi355x", "--m", "256", "--n", "4096", "--k", "4096", "--solver", "heuristic",
+                 "--waves-per-tile", "4", "--vgprs-per-lane", "128"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_FLOAT.search(out)
+    t = _tiles_table(out)["heuristic"]
+    tm, tn, tk = (int(x) for x in t["tile T_M x T_N x T_K"].split(" x "))
+    a = tiling.strided_tile_span(tm, tk, 4096, 2)
+    assert t["A tile bytes / address span"] == (f"{format_quantity(a.effective_bytes, 'bytes')} / "
+                                                f"{format_quantity(a.span_bytes, 'bytes')}")
+    ws = parse_quantity(t["tile working set"], "bytes")
+    occ = tiling.occupancy(ws, 160 * 1024, 4, 128, **tiling.GFX950_OCCUPANCY)
+    assert t["tiles resident per unit"] == f"{occ.workgroups_by_lds:g}"
+    assert t["occupancy (waves / SIMD)"] == f"{occ.occupancy:.0%} ({occ.waves_per_simd:g})"
+    n_steps, per_step = t["k-loop: k-steps x load/compute"].split(" x ")
+    assert int(n_steps) == math.ceil(4096 / tk)  # no split-K
+    t_l, t_c = (parse_quantity(x, "time") for x in per_step.split(" / "))
+    one, two = (parse_quantity(x, "time") for x in t["k-loop, 1 / 2 input slots"].split(" / "))
+    assert one == pytest.approx(pipeline.serial_time(int(n_steps), t_l, t_c), rel=2e-3)
+    assert two == pytest.approx(pipeline.double_buffer_time(int(n_steps), t_l, t_c), rel=2e-3)
+    assert parse_quantity(t["time"], "time") <= two <= one
+    by_slots = t["k-loop by 1/2/3/4 slots"]
+    assert by_slots.startswith("(wait 0 s) ")  # the catalog states no memory latency: no wait beyond the transfer
+    assert [parse_quantity(x, "time") for x in by_slots.split(") ")[1].split(" / ")][:2] == pytest.approx([one, two],
+                                                                                                         rel=1e-3)
+
+
+def test_tiles_occupancy_needs_both_register_options(capsys):
+    assert main(["tiles", "--chip", "mi355x", "--m", "256", "--n", "4096", "--k", "4096", "--solver", "heuristic",
+                 "--waves-per-tile", "4"]) == 2
+    assert "vgprs_per_lane" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -15,7 +15,9 @@ import pytest
 
 from dse.cli import main
 from dse.errors import SpecError
+from dse.model.pipeline import amdahl_speedup
 from dse.whatif import load_proposals, quick_spec, run_whatif
+from tests.reference_cases import approx
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
 SEED = STUDIES / "whatif-seed-comparisons.yaml"
@@ -88,6 +90,36 @@ def test_attention_block_example_4_1(seed):
     assert att.at["b200-matrix-exp-2x", "bottleneck"] == "smem"
     assert att.at["b200-matrix-exp-2x", "speedup"] == pytest.approx(4 / 3)
     assert att.at["b200-all-2x", "interval_cycles"] == 512
+
+
+def test_attention_handoff_table_4_4_3(seed):
+    """§4.4.3: the b200 row of the handoff table is the seed's table (B200 SM rates from the catalog chip)."""
+    cid = "attention_handoff_schedule"
+    h = seed.handoff[seed.handoff.design == "b200"].set_index(["mode", "group_rows", "slots"])
+    for key, run in [("write_read_group128_slots1_ticks", ("write-read", 128, 1)),
+                     ("write_read_group32_slots1_ticks", ("write-read", 32, 1)),
+                     ("write_read_group32_slots2_ticks", ("write-read", 32, 2)),
+                     ("direct_group32_slots2_ticks", ("direct", 32, 2)),
+                     ("direct_group32_slots4_ticks", ("direct", 32, 4))]:
+        approx(cid, key, h.at[run, "completion_ticks"])
+    approx(cid, "vector_start_group128_ticks", h.at[("write-read", 128, 1), "vector_start_ticks"])
+    approx(cid, "vector_start_group32_ticks", h.at[("write-read", 32, 1), "vector_start_ticks"])
+    approx(cid, "vector_start_direct_ticks", h.at[("direct", 32, 2), "vector_start_ticks"])
+    md = seed.to_markdown()
+    assert "## Attention handoff schedule (seed 004 §4.4.3)" in md
+    assert "| b200 | 5118 (1536) | 5120 (384) | 3200 (384) | 3008 (256) | 3008 (256) |" in md
+    assert json.loads(seed.to_json())["attention_handoff"]
+
+
+def test_amdahl_table_shows_each_groups_step_speedup(seed):
+    """The Amdahl table's last column is dse.model.pipeline.amdahl_speedup(f, s) of its row."""
+    am = seed.amdahl
+    shown = am[am.fraction > 0]
+    assert len(shown)
+    for _, r in shown.iterrows():
+        assert r.step_speedup_alone == amdahl_speedup(r.fraction, r.speedup)
+    assert am[am.fraction == 0].step_speedup_alone.isna().all()
+    assert "step speed-up from this alone (Amdahl)" in seed.to_markdown()
 
 
 # ------------------------------------------------------------------ result structure

@@ -3,7 +3,7 @@ only; the tilings come from dse.solvers.gemm_tiles)."""
 
 from __future__ import annotations
 
-from dse.solvers.gemm_tiles import SOLVERS, gemm_tiles
+from dse.solvers.gemm_tiles import KLOOP_SLOTS, SOLVERS, gemm_tiles
 from dse.units import format_quantity
 
 _LABELS = {"heuristic": "heuristic", "cpsat": "CP-SAT"}
@@ -20,11 +20,22 @@ def _rows(r) -> list[tuple[str, str]]:
         ("energy", format_quantity(r.energy_j, "energy")),
         ("off-chip traffic", format_quantity(r.traffic_bytes, "bytes")),
         ("tile working set", format_quantity(r.working_set_bytes, "bytes")),
+        ("A tile bytes / address span", f"{format_quantity(r.a_tile_bytes, 'bytes')} / "
+                                        f"{format_quantity(r.a_tile_span_bytes, 'bytes')}"),
+        ("B tile bytes / address span", f"{format_quantity(r.b_tile_bytes, 'bytes')} / "
+                                        f"{format_quantity(r.b_tile_span_bytes, 'bytes')}"),
+        ("tiles resident per unit", f"{r.resident_tiles:g}" if r.resident_tiles else "-"),
         ("output tiles x split-K", f"{r.output_tiles} x {r.split_k} = {r.work_items}"),
         ("waves over the units", str(r.waves)),
         ("wave efficiency (units busy)", f"{r.wave_efficiency:.1%}"),
         ("MFU (useful FLOP/s / peak)", f"{r.mfu:.1%}"),
         ("sustained clock / peak", f"{r.clock_ratio:.1%}"),
+    ] + ([("occupancy (waves / SIMD)", f"{r.occupancy.occupancy:.0%} ({r.occupancy.waves_per_simd:g})")]
+         if r.occupancy is not None else []) + [
+        ("k-loop: k-steps x load/compute", f"{r.k_steps} x {t(r.t_load_step_s)} / {t(r.t_compute_step_s)}"),
+        ("k-loop, 1 / 2 input slots", f"{t(r.t_kloop_1slot_s)} / {t(r.t_kloop_2slot_s)}"),
+        (f"k-loop by {'/'.join(map(str, KLOOP_SLOTS))} slots", f"(wait {t(r.memory_latency_s)}) "
+                                                               + " / ".join(t(x) for x in r.t_kloop_by_slots_s)),
         ("status", r.status),
     ]
 
@@ -34,7 +45,8 @@ def _change(new: float, old: float) -> str:
 
 
 def _tiles(args) -> int:
-    res = gemm_tiles(args.chip, args.m, args.n, args.k, args.format, solver=args.solver, batch=args.batch)
+    res = gemm_tiles(args.chip, args.m, args.n, args.k, args.format, solver=args.solver, batch=args.batch,
+                     waves_per_tile=args.waves_per_tile, vgprs_per_lane=args.vgprs_per_lane)
     first = next(iter(res.values()))
     batch = f" x batch {args.batch}" if args.batch > 1 else ""
     print(f"dse tiles: [{args.m} x {args.k}] x [{args.k} x {args.n}]{batch} GEMM in {args.format} on {first.chip} "
@@ -80,4 +92,9 @@ def register(sub) -> None:
                    help="number format of weights and activations (default bf16; the output is BF16; "
                         "names: dse schema formats)")
     t.add_argument("--solver", choices=SOLVERS, default="both", help="which tiling to show (default both)")
+    t.add_argument("--waves-per-tile", type=_positive, default=None, metavar="W",
+                   help="the kernel's waves per workgroup (one workgroup a tile); with --vgprs-per-lane shows the "
+                        "occupancy under the gfx950 limits (seed 000 'Worked occupancy example')")
+    t.add_argument("--vgprs-per-lane", type=_positive, default=None, metavar="R",
+                   help="the kernel's VGPR + AccVGPR entries per lane, after the allocation granule")
     t.set_defaults(func=_tiles)

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware import Chips
-from dse.model import area as area_mod, capacity as cap_rules, links, power as pw, tiling
+from dse.model import area as area_mod, capacity as cap_rules, links, pipeline, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import pad_core as _pad
 from dse.precision import get_format, quant_error
@@ -586,12 +586,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     vector_flops = ops.vector_flops
     if c.dq and ops.dequant_flops.any():  # the dequantizing path of weight-only quantization
         vector_flops = vector_flops + _by_format(c.dq, ops) * ops.dequant_flops
+    # (the vector ALU work and the exponentials run on one unit: their times add, seed 004 §4.8.1)
     if (vrate > 0).all() and (xrate > 0).all():  # (0 work / a rate = 0)
-        t_vector = vector_flops / vrate + ops.exps / xrate
+        t_vector = pipeline.shared_core(vector_flops / vrate, ops.exps / xrate)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_vector = (np.where(vector_flops > 0, vector_flops / vrate, 0.0)
-                        + np.where(ops.exps > 0, ops.exps / xrate, 0.0))
+            t_vector = pipeline.shared_core(np.where(vector_flops > 0, vector_flops / vrate, 0.0),
+                                            np.where(ops.exps > 0, ops.exps / xrate, 0.0))
         t_vector = np.where(np.isfinite(t_vector), t_vector,
                             np.where((vector_flops + ops.exps) > 0, np.inf, 0.0))
 
@@ -644,7 +645,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     t_vector = t_vector / cr
 
     koh = c.koh
-    t_busy = np.maximum(np.maximum(t_matrix, t_vector), t_memory)
+    # independent resources overlap: the slowest sets the operator's time (seed 004 §4.8.1)
+    t_busy = pipeline.overlapped_core(t_matrix, t_vector, t_memory)
     # ---- dies of one package (seed 004 §4.5.1): the work of each operator is placed where it is fastest, in
     # place (each die on its own memory's share; the others gather its output over the die-to-die link) or
     # centralized on one die (which reads the others' share over the link); the link is a resource beside the
@@ -706,7 +708,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
     link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes,
                                               links.ring_allreduce_bytes(reduce_bytes, p_sys)), 0.0)
-    time_s = np.maximum(device, launches) + step_oh + t_link
+    # host launches overlap the device's work; the step overhead and the link stage follow it (seed 004 §4.8.1)
+    time_s = pipeline.stages_core(pipeline.overlapped_core(device, launches), step_oh, t_link)
     d2d_tot = _sum(np.broadcast_to(d2d_bytes, t_op.shape), cnt)
     E_mem = _sum(E_mem_op, cnt) + (link_bytes + d2d_tot) * c.e_link[:, 0]
     # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links)

@@ -20,13 +20,21 @@ Sources:
     block_span, block_reads              seed 004 §4.2.1, §4.3.2 (the units' concurrent output block shares
                                          its operand panels: re-reads per block, not per tile)
     partial_sum_bytes, partial_sum_splits  seed 004 §4.4.2 (split-K: partial sums written and read back)
+    strided_tile_span                    seed 004 §4.4.1 (a tile's bytes vs its address span; `dse tiles`)
+    occupancy                            seed 000 "Worked occupancy example" (resident waves; `dse tiles`)
+
+strided_tile_span and occupancy feed `dse tiles`' report rather than the inner loop, so they check their
+arguments as people's input (SpecError, dse.model.args.checked).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from dse.errors import SpecError
+from dse.model.args import checked as _checked
 
 __all__ = [
     "ceil_div",
@@ -47,6 +55,11 @@ __all__ = [
     "block_reads",
     "partial_sum_bytes",
     "partial_sum_splits",
+    "TileSpan",
+    "strided_tile_span",
+    "GFX950_OCCUPANCY",
+    "Occupancy",
+    "occupancy",
 ]
 
 #: Bytes per accumulator element: partial sums and output tiles accumulate in FP32 (seed 004 §4.3.2).
@@ -275,3 +288,79 @@ def partial_sum_splits(capacity_bytes, m, n, batch):
     """The largest split-K whose partial sums fit ``capacity_bytes`` on chip:
     1 + floor(capacity / (M N batch x 4 B x 2)) (seed 004 §4.4.2; :func:`partial_sum_bytes` <= capacity)."""
     return 1.0 + np.floor(capacity_bytes / np.maximum(m * n * batch * (ACCUMULATOR_BYTES * 2.0), 1.0))
+
+
+# ------------------------------------------------------------------ layout and residency (checked: report inputs)
+
+
+class TileSpan(NamedTuple):
+    """Bytes of one tile cut from a row-major matrix (seed 004 §4.4.1); floats or arrays."""
+
+    effective_bytes: object   # rows x cols x b: the data the tile holds
+    span_bytes: object        # first row's start to the last row's end: (rows - 1) s_r + cols b
+    row_bytes: object         # contiguous bytes of one tile row, cols x b
+    row_stride_bytes: object  # distance between adjacent row starts, row_elems x b
+
+
+def strided_tile_span(rows, cols, row_elems, elem_bytes) -> TileSpan:
+    """Effective bytes and address span of a ``rows`` x ``cols`` tile of a row-major matrix whose rows hold
+    ``row_elems`` elements of ``elem_bytes`` bytes: addr(i, j) = base + i s_r + j b (seed 004 §4.4.1).
+
+    128 rows of 128 BF16 elements from rows of 4,096: 32 KiB of data, 256 B per row, row starts 8,192 B
+    apart, a span of 127 x 8192 + 256 = 1,040,640 B; reading row by row moves only the 32 KiB (a
+    descriptor: start, 128 rows, 256 B per row, 8,192 B stride). ``cols`` <= ``row_elems``.
+    """
+    r = _checked("rows", rows, positive=True)
+    c = _checked("cols", cols, positive=True)
+    w = _checked("row_elems", row_elems, positive=True)
+    b = _checked("elem_bytes", elem_bytes, positive=True)
+    if np.any(c > w):
+        raise SpecError(f"cols: a tile row cannot be wider than the matrix row, got cols={cols!r}, "
+                        f"row_elems={row_elems!r}")
+    row_bytes = c * b
+    stride = w * b
+    return TileSpan(_out(r * row_bytes), _out((r - 1.0) * stride + row_bytes), _out(row_bytes), _out(stride))
+
+
+#: gfx950 (MI355X) CU limits of seed 000 "Resource pressure and occupancy": one 512-entry VGPR + AccVGPR
+#: budget per lane, at most 8 waves per SIMD, 4 SIMDs per CU.
+GFX950_OCCUPANCY = {"vgpr_budget": 512, "max_waves_per_simd": 8, "simds_per_cu": 4}
+
+
+class Occupancy(NamedTuple):
+    """Resident-wave limits of one kernel on one compute unit (floats or arrays; inf: not limiting)."""
+
+    waves_by_vgpr: object
+    workgroups_by_lds: object
+    waves_by_lds: object
+    waves_per_simd: object
+    occupancy: object
+
+
+def occupancy(lds_per_workgroup, lds_per_cu, waves_per_workgroup=1, vgpr_per_lane=0, *, vgpr_budget=512,
+              max_waves_per_simd=8, simds_per_cu=4) -> Occupancy:
+    """Waves per SIMD = min of the VGPR, LDS and hardware limits; occupancy = that / max
+    (seed 000 "Resource pressure and occupancy", "Worked occupancy example").
+
+    W_VGPR = floor(budget / VGPR per lane); G_LDS = floor(LDS per CU / LDS per workgroup); a workgroup
+    spreads its waves over the CU's SIMDs, so the LDS limit is floor(G_LDS waves_wg / SIMDs) waves per SIMD.
+    ``vgpr_per_lane`` is the VGPR + AccVGPR entries per lane (one shared budget on gfx950), after the
+    allocation granule; 0 where registers are not given (they do not limit). ``lds_per_workgroup`` 0:
+    LDS does not limit. A 4-wave workgroup of 128 entries per lane and 32 KiB LDS on a 160 KiB CU: 4 waves
+    by VGPR, 5 workgroups (5 waves per SIMD) by LDS, occupancy min(4, 5, 8) / 8 = 50 %. ``dse tiles``
+    reports it for a tile whose working set is the workgroup's LDS (defaults: :data:`GFX950_OCCUPANCY`).
+    """
+    lds_wg = _checked("lds_per_workgroup", lds_per_workgroup)
+    lds_cu = _checked("lds_per_cu", lds_per_cu, positive=True)
+    w_wg = _checked("waves_per_workgroup", waves_per_workgroup, positive=True)
+    vgpr = _checked("vgpr_per_lane", vgpr_per_lane)
+    budget = _checked("vgpr_budget", vgpr_budget, positive=True)
+    max_w = _checked("max_waves_per_simd", max_waves_per_simd, positive=True)
+    simds = _checked("simds_per_cu", simds_per_cu, positive=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waves_vgpr = np.where(vgpr > 0, np.floor(budget / np.where(vgpr > 0, vgpr, 1.0)), np.inf)
+        wg_lds = np.where(lds_wg > 0, np.floor(lds_cu / np.where(lds_wg > 0, lds_wg, 1.0)), np.inf)
+        waves_lds = np.where(np.isfinite(wg_lds), np.floor(np.where(np.isfinite(wg_lds), wg_lds, 0.0) * w_wg / simds),
+                             np.inf)
+    waves = np.minimum(np.minimum(waves_vgpr, waves_lds), max_w)
+    return Occupancy(_out(waves_vgpr), _out(wg_lds), _out(waves_lds), _out(waves), _out(waves / max_w))

@@ -46,7 +46,11 @@ and shared-memory cycles on one compute unit from the design's own rates
 (matrix FLOPs/cycle of ``format``, ``vector.exp_per_cycle``) and the
 interval max(matrix, exp, smem) via :func:`dse.model.pipeline.attention_block_cycles`.
 The chip schema has no shared-memory bandwidth, so it is a parameter of the
-analysis (128 B/cycle per SM, seed 004 §4.2.3).
+analysis (128 B/cycle per SM, seed 004 §4.2.3). Beside it, the handoff table
+runs seed 004 §4.4.3's QK -> softmax -> PV schedules (write-then-read or
+direct handoff, row groups, slots) on the same rates via
+:func:`dse.model.pipeline.attention_handoff_schedule`; the Amdahl table's last
+column is each group's step speed-up alone, :func:`dse.model.pipeline.amdahl_speedup`.
 
 A proposal that breaks a constraint is a result, not an error; only a file
 that cannot be read as a what-if is (all its problems at once, each located

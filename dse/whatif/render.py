@@ -194,9 +194,11 @@ def _markdown(res) -> str:
                               _fmt(r.base_time_s, "s"), _fmt(r.new_time_s, "s"),
                               f"{r.speedup:.3g}x" if math.isfinite(r.speedup) else "-",
                               _fmt(r.delta_s, "s"),
-                              _share(r.share_of_change)])
+                              _share(r.share_of_change),
+                              f"{r.step_speedup_alone:.3g}x" if math.isfinite(r.step_speedup_alone) else "-"])
             L += _table(["proposal", "resource (on reference)", "share f of reference time", "reference time",
-                         "proposal time", "speed-up s", "Δ time", "share of the change"], arows, left=2) + [""]
+                         "proposal time", "speed-up s", "Δ time", "share of the change",
+                         "step speed-up from this alone (Amdahl)"], arows, left=2) + [""]
     if res.attention is not None:
         cfg = spec.attention_block
         L += ["## Attention block pipeline (seed 004 §4.2.3, Example 4-1)", "",
@@ -210,6 +212,20 @@ def _markdown(res) -> str:
                           f"{r.speedup:.3g}x vs {r.compare_to}" if isinstance(r.compare_to, str) else "-"])
         L += _table(["design", "chip", "matrix FLOP/cycle", "exp/cycle", "smem B/cycle", "matrix cycles",
                      "exp cycles", "smem cycles", "interval", "bottleneck", "throughput"], arows, left=2) + [""]
+    if res.handoff is not None:
+        L += ["## Attention handoff schedule (seed 004 §4.4.3)", "",
+              "QK -> softmax -> PV over row groups of the same block, one tick a cycle of one compute unit: "
+              "matrix and exp rates as above, the handoff interface at the smem bytes/cycle, ordinary vector "
+              "operations at half the vector FLOPs/cycle; each group holds a handoff slot from its QK to its PV. "
+              "Completion (vector start) in ticks.", ""]
+        runs = list(dict.fromkeys(zip(res.handoff["mode"], res.handoff["group_rows"], res.handoff["slots"])))
+        hrows = []
+        for design, g in res.handoff.groupby("design", sort=False):
+            by = {(r["mode"], r["group_rows"], r["slots"]): r for r in g.to_dict(orient="records")}
+            hrows.append([design] + [f"{_fmt(by[k]['completion_ticks'])} ({_fmt(by[k]['vector_start_ticks'])})"
+                                     for k in runs])
+        L += _table(["design"] + [f"{m}, {gr} rows, {k} slot{'s' if k > 1 else ''}" for m, gr, k in runs], hrows,
+                    left=1) + [""]
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -286,6 +302,8 @@ def _as_dict(res) -> dict:
     if res.attention is not None:
         out["attention_block"] = {"config": dict(spec.attention_block),
                                   "designs": {r["design"]: r for r in _records(res.attention)}}
+    if res.handoff is not None:
+        out["attention_handoff"] = _records(res.handoff)
     return out
 
 

@@ -23,7 +23,7 @@ from dse.errors import DseError, SpecError, unknown_name
 from dse.evaluate import evaluate_design
 from dse.fileio import atomic_write
 from dse.hardware import Chips
-from dse.model.pipeline import attention_block_cycles
+from dse.model.pipeline import amdahl_speedup, attention_block_cycles, attention_handoff_schedule
 from dse.whatif.render import CLASSES, RESOURCES, _as_dict, _chart, _clean, _markdown, _pct
 from dse.whatif.spec import BASELINE, Design, WhatIfSpec, load_proposals, spec_from_dict
 
@@ -35,9 +35,12 @@ class WhatIfResult:
     ``feasible``, ``violations`` and ``error`` (an evaluation that failed for that design).
     ``operators``: workload, design, op, count, t_op_s, t_matrix_s, t_vector_s, t_memory_s, bound.
     ``amdahl``: workload, design, compare_to, resource, base_time_s, fraction, new_time_s, speedup,
-    delta_s, share_of_change (resources of the reference design's operators; see the module docstring).
+    delta_s, share_of_change, step_speedup_alone (resources of the reference design's operators; see the module
+    docstring; step_speedup_alone: Amdahl's 1 / ((1 - f) + f / s), the step's speed-up had only this group changed).
     ``bound_changes``: workload, design, compare_to, op, count, before, after, t_before_s, t_after_s.
     ``attention``: design, matrix/exp/smem cycles, interval_cycles, bottleneck (None when not asked for).
+    ``handoff``: design, chip, mode, group_rows, slots, vector_start_ticks, completion_ticks: the QK -> softmax
+    -> PV handoff schedule of seed 004 §4.4.3 for each of :data:`HANDOFF_RUNS` (None when not asked for).
     """
 
     spec: WhatIfSpec
@@ -46,6 +49,7 @@ class WhatIfResult:
     amdahl: pd.DataFrame
     bound_changes: pd.DataFrame
     attention: pd.DataFrame | None = None
+    handoff: pd.DataFrame | None = None
 
     # ---------------------------------------------------------------- look-ups
     def _row(self, workload: str | None, design: str) -> pd.Series:
@@ -173,6 +177,8 @@ def _amdahl(ref_ops: pd.DataFrame, new_ops: pd.DataFrame, t_ref: float, t_new: f
             "delta_s": n - b,
             "share_of_change": (n - b) / total_delta if total_delta != 0 else math.nan,
         })
+        f, s = rows[-1]["fraction"], rows[-1]["speedup"]
+        rows[-1]["step_speedup_alone"] = float(amdahl_speedup(f, s)) if 0 < f <= 1 and s > 0 else math.nan
     return rows
 
 
@@ -207,6 +213,39 @@ def _attention_rows(spec: WhatIfSpec) -> pd.DataFrame | None:
     df["speedup"] = [ref.get(r["compare_to"] or BASELINE, math.nan) / r["interval_cycles"]
                      if r["compare_to"] else 1.0 for r in rows]
     return df
+
+
+#: the handoff schedules of seed 004 §4.4.3's table: (mode, row-group size, handoff slots)
+HANDOFF_RUNS = (("write-read", 128, 1), ("write-read", 32, 1), ("write-read", 32, 2), ("direct", 32, 2),
+                ("direct", 32, 4))
+
+
+def _handoff_rows(spec: WhatIfSpec, attention: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Seed 004 §4.4.3's QK -> softmax -> PV schedule per design and :data:`HANDOFF_RUNS` entry, one tick a cycle
+    of one compute unit: the matrix unit at the attention table's FLOPs/cycle, the handoff interface at its
+    shared-memory bytes/cycle, exponentials and divisions at ``vector.exp_per_cycle``, ordinary vector
+    operations and comparisons at ``vector.flops_per_cycle`` / 2 (an FMA lane is 2 FLOPs, an add or compare
+    one); FP32 scores, probabilities in the block's ``operand_bytes``
+    (:func:`dse.model.pipeline.attention_handoff_schedule`)."""
+    if attention is None:
+        return None
+    cfg = spec.attention_block
+    rows = []
+    for d, a in zip(spec.designs, attention.to_dict(orient="records")):
+        vec = d.chip.vector.flops_per_cycle / 2.0 if d.chip.vector is not None else math.nan
+        ok = math.isfinite(a["interval_cycles"]) and vec > 0
+        for mode, group, slots in HANDOFF_RUNS:
+            row = {"design": d.name, "chip": d.chip.name, "mode": mode, "group_rows": group, "slots": slots,
+                   "vector_start_ticks": math.nan, "completion_ticks": math.nan}
+            if ok:
+                h = attention_handoff_schedule(
+                    int(cfg["rows"]), int(cfg["cols"]), int(cfg["head_dim"]), group_rows=group, slots=slots,
+                    direct=mode == "direct", matrix_flops_per_tick=a["matrix_flops_per_cycle"],
+                    interface_bytes_per_tick=a["smem_bytes_per_cycle"], exp_per_tick=a["exp_per_cycle"],
+                    vector_ops_per_tick=vec, score_bytes=4, prob_bytes=max(int(round(cfg["operand_bytes"])), 1))
+                row.update(vector_start_ticks=float(h.vector_start), completion_ticks=float(h.completion))
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def run_whatif(path_or_spec) -> WhatIfResult:
@@ -246,7 +285,9 @@ def run_whatif(path_or_spec) -> WhatIfResult:
         rest = [c for c in operators.columns if c not in ("workload", "design")]
         operators = operators[["workload", "design"] + rest]
     amdahl = pd.DataFrame(amdahl_rows, columns=["workload", "design", "compare_to", "resource", "base_time_s",
-                                                "fraction", "new_time_s", "speedup", "delta_s", "share_of_change"])
+                                                "fraction", "new_time_s", "speedup", "delta_s", "share_of_change",
+                                                "step_speedup_alone"])
     changes = pd.DataFrame(change_rows, columns=["workload", "design", "compare_to", "op", "count", "before",
                                                  "after", "t_before_s", "t_after_s"])
-    return WhatIfResult(spec, metrics, operators, amdahl, changes, _attention_rows(spec))
+    attention = _attention_rows(spec)
+    return WhatIfResult(spec, metrics, operators, amdahl, changes, attention, _handoff_rows(spec, attention))

@@ -173,3 +173,44 @@ def test_partial_sums():
 def test_local_buffer_bytes():
     # 4 tiles of 128 x 64 over K = 1024 in BF16: 4 x 1024 x 192 x 2 bytes
     assert tiling.local_buffer_bytes(4, 1024, 128, 64, 2) == 4 * 1024 * 192 * 2
+
+
+# ------------------------------------------------------------------ layout and residency (dse tiles' report)
+
+
+def test_strided_tile_span():
+    # seed 004 §4.4.1: 128 rows of 128 contiguous BF16 elements from a matrix with rows of 4,096
+    from tests.reference_cases import approx
+
+    span = tiling.strided_tile_span(128, 128, 4096, 2)
+    approx("strided_tile_span", "effective_bytes", span.effective_bytes)
+    approx("strided_tile_span", "span_bytes", span.span_bytes)
+    assert (span.row_bytes, span.row_stride_bytes) == (256, 8192)  # the descriptor the seed describes
+    full = tiling.strided_tile_span(np.array([1, 128]), 4096, 4096, 2)  # whole rows: no gaps
+    np.testing.assert_array_equal(full.span_bytes, full.effective_bytes)
+    with pytest.raises(SpecError):
+        tiling.strided_tile_span(128, 8192, 4096, 2)
+    with pytest.raises(SpecError):
+        tiling.strided_tile_span(0, 128, 4096, 2)
+
+
+def test_occupancy_mi355x():
+    # seed 000 "Worked occupancy example": 4-wave workgroup, 128 VGPR entries per lane, 32 KiB LDS;
+    # 160 KiB LDS per CU, 512-entry budget, at most 8 waves per SIMD, 4 SIMDs per CU
+    from tests.reference_cases import approx
+
+    occ = tiling.occupancy(32 * 1024, 160 * 1024, 4, 128, **tiling.GFX950_OCCUPANCY)
+    approx("occupancy_mi355x", "waves_by_vgpr", occ.waves_by_vgpr)
+    approx("occupancy_mi355x", "workgroups_by_lds", occ.workgroups_by_lds)
+    approx("occupancy_mi355x", "occupancy", occ.occupancy)
+    assert occ.waves_by_lds == 5  # each four-wave workgroup puts one wave on each of the four SIMDs
+
+
+def test_occupancy_vectorized_and_unlimited():
+    occ = tiling.occupancy(0, 160 * 1024, 4, np.array([64, 128, 256]))
+    np.testing.assert_array_equal(occ.waves_per_simd, [8, 4, 2])
+    np.testing.assert_array_equal(occ.occupancy, [1.0, 0.5, 0.25])
+    lds_only = tiling.occupancy(80 * 1024, 160 * 1024)  # no registers given: LDS and the hardware limit
+    assert lds_only.waves_by_vgpr == np.inf and lds_only.workgroups_by_lds == 2
+    with pytest.raises(SpecError):
+        tiling.occupancy(32 * 1024, 0)
