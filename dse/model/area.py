@@ -19,7 +19,8 @@ logic density (L) or SRAM bitcell (S) (:func:`area_terms`; the same terms are th
     registers units x register file x figure x S        local     units x (local + accumulator) x scratchpad x S
     SRAM main memory beyond the units' buffers x scratchpad x S
     L2        physical L2 (l2_physical, else l2) x cache figure x S
-    memory PHYs  HBM stack sites x PHY area; DRAM bus width / interface pins x PHY area (memories.yaml)
+    memory PHYs  HBM stack sites x PHY area; DRAM bus width / interface pins x PHY area (memories.yaml, at N7:
+              the analog PHY as is, its controller_fraction x L)
     I/O       off-package link GB/s (host + scale-up) x SerDes figure + die-to-die TB/s x die_to_die
     uncore    die-overhead figure x L
 
@@ -46,7 +47,9 @@ A chip's ``units_physical`` gives the count; where it does not, ``units_physical
 floor(units x spare / (1 - spare))`` with the default spare fraction :data:`DEFAULT_SPARE_FRACTION`
 (0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%), unless the caller passes one.
 
-Memory PHYs: HBM counts its stack sites (H100: 6 sites, 5 stacks active);
+Memory PHYs: the PHY + controller area per interface (memories.yaml) is an analog PHY that keeps its area at
+every node plus a controller (``controller_fraction``; A100 die shot 5.3 of ~15 mm^2 per stack) that is logic
+and scales by L. HBM counts its stack sites (H100: 6 sites, 5 stacks active);
 DRAM counts interfaces = ceil(bus width / interface pins), the bus width given
 (``dram.bus_width``) or bandwidth / the kind's default pin rate (an RTX 4090's
 384-bit GDDR6X = 12 x32 devices).
