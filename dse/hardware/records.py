@@ -60,17 +60,11 @@ class MatrixUnit(Record):
     flops_per_cycle: dict[str, float] = Field(
         description="dense FLOPs per cycle per compute unit, by number format (a MAC counts 2)"
     )
-    flops_per_cycle_physical: dict[str, float] | None = Field(
-        None, description="area model: dense FLOPs per cycle per unit the datapath is built for, by number format, "
-                          "where the product enables less (GeForce runs FP16/BF16 with FP32 accumulate at half "
-                          "its FP16-accumulate rate); default: flops_per_cycle")
     source: str | None = None
 
-    @field_validator("flops_per_cycle", "flops_per_cycle_physical")
+    @field_validator("flops_per_cycle")
     @classmethod
-    def _known_formats(cls, v: dict | None) -> dict | None:
-        if v is None:
-            return None
+    def _known_formats(cls, v: dict) -> dict:
         out = {}
         for name, rate in v.items():
             try:
