@@ -241,7 +241,7 @@ def test_clock_tdp_binds_on_prefill(clock_study):
     t = clock_study.set_index(["p.tdp", "p.clock"])
     hot = t.loc[700.0].loc[1.8e9:]
     assert (hot["m.clock_ratio"] < 1.0).all()
-    assert np.allclose(hot["m.peak_power_w"], 700.0, rtol=1e-6)
+    assert np.allclose(hot["m.peak_power_w"], 700.0, rtol=1e-2)  # at the TDP (the hottest operator: within 1%)
     at = lambda tdp, f: float(t.loc[(tdp, f), "m.time_s"])  # noqa: E731
     assert at(700.0, 2.2e9) > 0.98 * at(700.0, 1.6e9)
     assert at(1000.0, 2.2e9) < 0.92 * at(700.0, 2.2e9)
