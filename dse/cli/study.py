@@ -57,7 +57,7 @@ def _run(args) -> int:
     spec0 = load_study(args.study, out_given=args.out is not None)
     journal = Path(args.out or spec0.output) / "study.journal"
     if spec0.solver.method not in ("grid", "cpsat_tiles", "cpsat_split") and args.storage is None \
-            and journal.exists() and journal.stat().st_size > 0:
+            and not journal.is_symlink() and journal.exists() and journal.stat().st_size > 0:  # a link: refused below
         print(f"resuming the study stored in {journal} (its trials count towards the budget; delete the folder "
               f"or pass --out to start afresh)", file=sys.stderr)
     try:

@@ -3,8 +3,11 @@
 Determinism (ARCHITECTURE rule 6): every CP-SAT solve of dse runs one worker with the study's seed and is
 limited in *deterministic* time (``max_deterministic_time``, CP-SAT's load-independent work measure), so
 the same study gives the same answer on an idle or a loaded machine. A wall-clock limit stays as a
-generous outer safety net only; should it ever stop a solve first, the best feasible answer found so far
-is returned (status FEASIBLE), and only a solve that found nothing fails (status UNKNOWN, a SolverError).
+generous outer safety net only (:data:`WALL_LIMIT_S`, far above what the deterministic limit takes): should
+it ever stop a solve that was not already proven (OPTIMAL or INFEASIBLE), the solve is an error
+(:func:`wall_limit_error`, a SolverError naming the limit), never a different answer. Only the
+deterministic limit may end a search with the best answer found so far (status FEASIBLE), since it ends it
+at the same point on every machine.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from ortools.sat.python import cp_model
 
 from dse.errors import SolverError, SpecError
 
-__all__ = ["to_int", "status_name", "new_solver", "DETERMINISTIC_LIMIT", "WALL_LIMIT_S", "INT_LIMIT"]
+__all__ = ["to_int", "status_name", "new_solver", "wall_limit_error", "DETERMINISTIC_LIMIT", "WALL_LIMIT_S",
+           "INT_LIMIT"]
 
 #: Default work limit of one CP-SAT search, in CP-SAT's deterministic seconds (the load-independent limit).
 DETERMINISTIC_LIMIT = 30.0
@@ -68,3 +72,12 @@ def new_solver(*, deterministic_s: float, wall_s: float, seed: int, presolve: bo
     p.max_deterministic_time = max(float(deterministic_s), 0.0)
     p.max_time_in_seconds = max(float(wall_s), 0.0)
     return solver
+
+
+def wall_limit_error(what: str, wall_s: float, deterministic_s: float) -> SolverError:
+    """The error of a solve stopped by the wall-clock safety net (module doc): what it was doing, both limits,
+    and why no answer is given (one cut short by the machine's speed would depend on its load)."""
+    return SolverError(f"{what}: the wall-clock time limit of {wall_s:g} s ran out before CP-SAT finished (a safety "
+                       f"net; answers are set by the deterministic limit of {deterministic_s:g} CP-SAT deterministic "
+                       f"seconds). No answer is given: one cut short by the wall clock would depend on the machine's "
+                       f"load. Raise the wall-clock limit (time_limit_s) or rerun on a less loaded machine")

@@ -82,7 +82,8 @@ from dse.evaluate import evaluate_design
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import area as area_model, links
 from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
-from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
+from dse.solvers.cpsat_common import (DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int,
+                                      wall_limit_error)
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.workload import Workload
 
@@ -626,7 +627,8 @@ def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float
     """The die (units, local buffer, L2, HBM stacks, clock) that minimizes the mix's time (CP-SAT).
 
     Arguments as :func:`split_data`; ``deterministic_limit`` (CP-SAT deterministic seconds, per solve) is the
-    limit that applies, ``time_limit_s`` the wall-clock safety net (dse.solvers.cpsat_common). Two solves on
+    limit that applies, ``time_limit_s`` the wall-clock safety net (dse.solvers.cpsat_common): a solve it stops
+    before a proof is a SolverError, never another answer. Two solves on
     one model: the least time, then among designs of that time the smallest die (a unique answer). The
     chosen design is re-evaluated by the join; the result carries the join's figures (see
     :class:`SplitChoice`). Raises InfeasibleError naming the conflicting limits when no design of the space
@@ -641,13 +643,21 @@ def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float
     def wall_left() -> float:
         return max(time_limit_s - (time.perf_counter() - start), 0.0)
 
+    def wall_check(status: str, what: str) -> None:
+        """A solve the wall-clock safety net stopped before a proof is an error, not an answer (cpsat_common)."""
+        if status not in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID") and wall_left() <= 0:
+            raise wall_limit_error(f"split solver ({what})", time_limit_s, deterministic_limit)
+
     solver, status = sm.solve(deterministic_limit, wall_left(), seed)
+    wall_check(status, "the least time")
     if status == "INFEASIBLE":
-        raise InfeasibleError(_infeasible_message(d, sm.conflict(deterministic_limit, wall_left(), seed)))
+        names = sm.conflict(deterministic_limit, wall_left(), seed)
+        wall_check("UNKNOWN", "the conflicting limits")  # a probe cut short could change the names
+        raise InfeasibleError(_infeasible_message(d, names))
     if status not in ("OPTIMAL", "FEASIBLE"):
         raise SolverError(f"split solver: CP-SAT returned {status}"
-                          + (" (the deterministic or the wall-clock limit ran out before a solution)"
-                             if status == "UNKNOWN" else "")
+                          + (f" (the deterministic limit of {deterministic_limit:g} CP-SAT deterministic seconds ran "
+                             f"out before a solution)" if status == "UNKNOWN" else "")
                           + (f" ({sm.m.validate()})" if status == "MODEL_INVALID" else ""))
     best = int(solver.value(sm.objective))
     bound = solver.best_objective_bound
@@ -657,6 +667,7 @@ def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float
     sm.m.add(sm.objective <= best)
     sm.m.minimize(sm.tie_key())
     tie, tie_status = sm.solve(deterministic_limit, wall_left(), seed)
+    wall_check(tie_status, "the smallest die of the least time")
     statuses.append(tie_status)
     if tie_status in ("OPTIMAL", "FEASIBLE"):
         solver = tie

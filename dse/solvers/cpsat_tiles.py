@@ -80,8 +80,8 @@ here, the brute-force oracle :mod:`dse.solvers.tile_candidates`:
   with the evaluator, :func:`_least_energy`). Without it, memory-bound (decode)
   operators, on which many tilings tie on time and bytes, got an arbitrary tie, up to ~20% more energy
   than the least (a Qwen3-8B decode study, issue 18). 1 worker and a fixed seed, limited in deterministic time (load-independent: the
-  same answer on an idle or a loaded machine; a wall-clock limit is only an outer safety net,
-  dse.solvers.cpsat_common); each solve tries CP search without probing and without the LP relaxation
+  same answer on an idle or a loaded machine; a wall-clock limit is only an outer safety net whose hit is
+  an error, never another answer, dse.solvers.cpsat_common); each solve tries CP search without probing and without the LP relaxation
   first, then with probing, then with the LP (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are accepted; any
   other status is reported by name in a SolverError. ``status`` 'OPTIMAL' means every solve was proven.
 
@@ -106,7 +106,8 @@ import numpy as np
 
 from dse.errors import InfeasibleError, SolverError
 from dse.hardware import Chips
-from dse.solvers.cpsat_common import DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int
+from dse.solvers.cpsat_common import (DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int,
+                                      wall_limit_error)
 from dse.solvers.tile_candidates import brute_force_tiles, tile_candidates
 from dse.solvers.tile_data import (BYTES_RTOL, MAX_SOLVES, RHO_FLOOR, SLOTS, TIME_RTOL, TileChoice, TileData, as_chips, canonical_tk,
                                    class_min, evaluate_tiles, infeasible_message, tile_data, working_set)
@@ -201,8 +202,10 @@ class _Search:
         for i, (level, probing, det_s) in enumerate(plan):
             det_left = self.det_limit - self.det_used
             wall_left = self.limit - (time.perf_counter() - self.start)
-            if det_left <= 0 or wall_left <= 0:
+            if det_left <= 0:
                 break
+            if wall_left <= 0:
+                raise self.wall_error()
             last = i == len(plan) - 1
             budget = det_left if last or det_s is None else min(det_left, det_s)
             attempt = new_solver(deterministic_s=budget, wall_s=wall_left, seed=self.seed)
@@ -211,6 +214,8 @@ class _Search:
             status = status_name(attempt.solve(model))
             wall += attempt.wall_time
             self.det_used += attempt.deterministic_time
+            if status not in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID") and self.wall_out():
+                raise self.wall_error()  # cut short by the wall clock: not an answer (cpsat_common)
             if status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"):
                 name, solver = status, attempt
                 break
@@ -227,12 +232,18 @@ class _Search:
         if name == "INFEASIBLE":
             return None
         if name == "UNKNOWN":
-            which = (f"the wall-clock time limit of {self.limit} s" if time.perf_counter() - self.start >= self.limit
-                     else f"the deterministic time limit of {self.det_limit} (CP-SAT deterministic seconds)")
-            raise _LimitReached(f"tiles of {self.op.name}: {which} ran out after {self.solves} solves, before "
-                                f"CP-SAT found a solution (status UNKNOWN)")
+            raise _LimitReached(f"tiles of {self.op.name}: the deterministic time limit of {self.det_limit} (CP-SAT "
+                                f"deterministic seconds) ran out after {self.solves} solves, before CP-SAT found a "
+                                f"solution (status UNKNOWN)")
         detail = f": {model.validate()}" if name == "MODEL_INVALID" else ""
         raise SolverError(f"tiles of {self.op.name}: CP-SAT returned {name}{detail}")
+
+    def wall_out(self) -> bool:
+        return time.perf_counter() - self.start >= self.limit
+
+    def wall_error(self) -> SolverError:
+        """Not a _LimitReached: the search must not go on with the best found so far (cpsat_common)."""
+        return wall_limit_error(f"tiles of {self.op.name} (after {self.solves} solves)", self.limit, self.det_limit)
 
     def cls(self, solver) -> tuple[int, int, int]:
         v = self.t.v
@@ -389,8 +400,9 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     lower bound of the tile-dependent energy (local-buffer bytes, L2 requests), each answer checked with the
     evaluator, until no class can have less energy (``info['energy']``).
 
-    A limit reached after the first solution ends the search with the best tiling found (status FEASIBLE);
-    one reached before it is a SolverError (status UNKNOWN).
+    The deterministic limit reached after the first solution ends the search with the best tiling found
+    (status FEASIBLE: the same on any machine); reached before it, it is a SolverError (status UNKNOWN). The
+    wall-clock safety net stopping a solve that was not proven is always a SolverError, never another answer.
     """
     start, cpu0 = time.perf_counter(), time.process_time()
     chips = as_chips(chip)

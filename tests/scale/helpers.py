@@ -23,10 +23,14 @@ DSE = [sys.executable, "-m", "dse.cli"]
 KINDS = ("journal", "sqlite", "postgresql")
 
 
-def small_study(tmp_path: Path, *, trials: int, batch: int = 50, name: str = "study.yaml") -> Path:
-    """The default study with another budget and batch, written next to the test's files."""
+def small_study(tmp_path: Path, *, trials: int, batch: int = 50, name: str = "study.yaml",
+                population: int | None = None) -> Path:
+    """The default study with another budget and batch (NSGA-II's batch is its population: ``population``,
+    by default dse's own for the budget), written next to the test's files."""
     data = yaml.safe_load(DEFAULT.read_text())
     data["solver"] = {"method": "nsga2", "trials": trials, "batch": batch, "seed": 0}
+    if population is not None:
+        data["solver"]["population"] = population
     data["output"] = str(tmp_path / "out")
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -81,14 +85,21 @@ def assert_exact(trials, budget: int) -> None:
     assert all(t.values is not None and len(t.values) == 3 for t in trials)
 
 
-def dse_run(study: Path, *args, **popen) -> subprocess.Popen:
-    """`dse run STUDY ARGS --quiet` as a child in its own session (so a test can signal it alone)."""
+def dse_run(study: Path, *args, gate=None, **popen) -> subprocess.Popen:
+    """`dse run STUDY ARGS --quiet` as a child in its own session (so a test can signal it alone); ``gate``: a
+    tests.gate.Gate that pauses it (and its workers) at known points."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if gate is not None:
+        env = gate.env(env)
     return subprocess.Popen([*DSE, "run", str(study), "--quiet", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=env, cwd=ROOT, **popen)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+#: The cap on waiting for a child: generous, for a hung child only. No test decides by speed (issue 21 item 7).
+CAP_S = 900.0
+
+
+def finish(proc: subprocess.Popen, timeout: float = CAP_S) -> tuple[int, str, str]:
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -133,7 +144,8 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None, every: float = 0.05):
+def wait_for(cond, what: str, proc: subprocess.Popen | None = None, every: float = 0.05, timeout: float = CAP_S):
+    """Poll ``cond`` until it holds; fail at once if ``proc`` ends first; ``timeout`` only stops a hung test."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         value = cond()

@@ -182,7 +182,7 @@ def test_workers_do_not_import_code_from_the_current_folder(tmp_path):
     assert code == 0, err[-2000:]
 
 
-@pytest.mark.parametrize("name", [".lock", "study.journal.flock"])
+@pytest.mark.parametrize("name", [".lock", "study.journal.flock", "study.journal"])
 def test_lock_files_are_not_written_through_a_symlink(tmp_path, name, capsys):
     """issue 21 item 2: `out/.lock` followed a symlink and truncated its target; a symlinked `.flock` was
     written through. Now a planted link is refused (exit 2, the link named) and its target is untouched."""
@@ -196,6 +196,7 @@ def test_lock_files_are_not_written_through_a_symlink(tmp_path, name, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "symbolic link" in err and name in err and "Traceback" not in err
+    assert "resuming" not in err  # a link is not a stored study
     assert victim.read_text() == "my notes\n"
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import constraints.tdp as c_tdp
-from dse.errors import InfeasibleError, SpecError
+from dse.errors import InfeasibleError, SolverError, SpecError
 from dse.evaluate import evaluate_design
 from dse.model import area as area_model
 from dse.model.evaluator import evaluate_arrays
@@ -228,3 +228,27 @@ def test_tdp_limit_per_clock_where_the_energies_follow_the_clock():
     assert d2.power(*got) <= d2.tdp
     # the scaled energies let a faster clock through than the unscaled ones would at that design
     assert d2.power(*got) < d.power(*got) or scale[got[4]] == 1.0
+
+
+def test_the_wall_clock_safety_net_is_an_error_not_another_answer(monkeypatch):
+    """issue 21 item 7: the tie-break solve stopped by the wall clock used to leave the first solve's design (one
+    of the fastest, not the smallest): an answer that depends on the machine's load. Now it is a SolverError."""
+    from types import SimpleNamespace
+
+    import dse.solvers.cpsat_split as mod
+
+    base, mix, space, kw = SPACES[sorted(SPACES)[0]]
+    assert solve_split(base, mix, space, **kw).status == "OPTIMAL"
+    clock = SimpleNamespace(t=0.0)
+    real = mod.status_name
+
+    def status_name(status):  # the first solve answers, then every limit in wall seconds has run out
+        name = real(status)
+        clock.t = 1e9
+        return name
+
+    monkeypatch.setattr(mod, "time", SimpleNamespace(perf_counter=lambda: clock.t))
+    monkeypatch.setattr(mod, "status_name", status_name)
+    with pytest.raises(SolverError, match=r"split solver \(the smallest die of the least time\): the wall-clock time "
+                                          r"limit of 300 s ran out.*No answer is given"):
+        solve_split(base, mix, space, **kw)

@@ -8,6 +8,8 @@ evaluator's optimum". Its pruning is checked against the unpruned five-decision 
 from __future__ import annotations
 
 import math
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -255,6 +257,37 @@ def test_time_limit_reports_by_name(chips):
         solve_tiles(gemm("g", 4096, 4096, 4096), chips["h100-sxm"], time_limit_s=1e-9)
     with pytest.raises(SolverError, match="deterministic time limit"):
         solve_tiles(gemm("g", 4096, 4096, 4096), chips["h100-sxm"], deterministic_limit=1e-9)
+
+
+class _Clock:
+    """A wall clock that jumps far ahead once CP-SAT has answered ``after`` times (no test waits on real time)."""
+
+    def __init__(self, module, monkeypatch, after: int = 1):
+        self.t, self.calls, self.after, self.real = 0.0, 0, after, module.status_name
+        monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=lambda: self.t, process_time=time.process_time))
+        monkeypatch.setattr(module, "status_name", self.status_name)
+
+    def status_name(self, status):
+        self.calls += 1
+        if self.calls >= self.after:
+            self.t = 1e9  # every limit in wall seconds has run out from here on
+        return self.real(status)
+
+
+def test_the_wall_clock_safety_net_is_an_error_not_another_answer(chips, monkeypatch):
+    """issue 21 item 7: the wall-clock limit running out after a first solution used to end the search with the
+    best tiling found so far: an answer that depends on the machine's load. Now it is a SolverError naming the
+    limit (the deterministic limit alone may end a search early, at the same point on every machine)."""
+    import dse.solvers.cpsat_tiles as mod
+
+    op = gemm("g", 4096, 4096, 4096)
+    full = solve_tiles(op, chips["h100-sxm"])
+    assert full.solves > 1  # so the clock below runs out mid-search, after the first solution
+    clock = _Clock(mod, monkeypatch, after=1)
+    with pytest.raises(SolverError, match=r"wall-clock time limit of 300 s ran out.*No answer is given") as e:
+        solve_tiles(op, chips["h100-sxm"])
+    assert "deterministic limit of 30" in str(e.value) and clock.calls >= 1
+    assert not isinstance(e.value, mod._LimitReached)
 
 
 DETERMINISM_CASES = [("h100-sxm", {}, 4096, 4096, 4096), ("h100-sxm", {}, 1, 8192, 8192), ("mi355x", {}, 77, 33, 257),

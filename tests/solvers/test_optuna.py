@@ -33,8 +33,10 @@ from dse.solvers.optuna_search import (
     repair_journal_tail,
 )
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
+from tests.gate import Gate
 
 ROOT = Path(__file__).resolve().parents[2]
+CAP_S = 900  # waits on a child: for a hang only, never a speed (issue 21 item 7)
 DEFAULT_STUDY = ROOT / "studies" / "qwen3-8b-decode-chip.yaml"
 COMPLETE = (optuna.trial.TrialState.COMPLETE,)
 
@@ -182,9 +184,9 @@ def test_a_killed_lock_holder_leaves_no_stale_lock(tmp_path):
 
     journal = tmp_path / "s.journal"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
-                               "print('locked', flush=True); time.sleep(60)", str(journal) + ".flock"],
-        stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+                               "print('locked', flush=True); sys.stdin.read()", str(journal) + ".flock"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # holds the lock until killed, however slow
     try:
         assert holder.stdout.readline().strip() == "locked"
         with open(str(journal) + ".flock", "a") as f, pytest.raises(BlockingIOError):
@@ -304,26 +306,19 @@ def test_sigint_during_the_append_is_held_until_the_batch_is_stored(tmp_path, mo
     assert len(stored(path)) == 40  # the whole 2nd batch, not 25
 
 
-# argv: study, trials, out, seconds of delay added to each evaluated batch (so that the
-# signals land mid-run however fast the machine is)
+# argv: study, trials, out. A tests.gate.Gate in the environment pauses it at known batches, so that the signals
+# land mid-run on an idle or a loaded machine (issue 21 item 7: no sleeps, no race against the run's speed)
 SCRIPT = """
-import sys, time
-import dse.study.problem
+import sys
 from dse.study import run_study
-delay = float(sys.argv[4])
-if delay:
-    evaluate_points = dse.study.problem.evaluate_points
-    def slow(spec, params):
-        time.sleep(delay)
-        return evaluate_points(spec, params)
-    dse.study.problem.evaluate_points = slow
 run_study(sys.argv[1], trials=int(sys.argv[2]), out=sys.argv[3], write=False)
 """
 
 
-def _start(study: Path, budget: int, out: Path, delay: float) -> subprocess.Popen:
+def _start(study: Path, budget: int, out: Path, gate: Gate | None) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(study), str(budget), str(out), str(delay)], cwd=ROOT,
+    env = gate.env(env) if gate is not None else env
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(study), str(budget), str(out)], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -333,18 +328,6 @@ def _snapshot(journal: Path, name: str) -> dict[int, tuple]:
     study = optuna.load_study(study_name=name, storage=open_storage(journal))
     return {t.number: (t.datetime_start, tuple(sorted(t.params.items())))
             for t in study.get_trials(deepcopy=False, states=COMPLETE)}
-
-
-def _wait_for(proc, journal: Path, name: str, at_least: int, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"the study ended early (code {proc.returncode}): {proc.stderr.read()[-2000:]}")
-        if len(_snapshot(journal, name)) >= at_least:
-            return
-        time.sleep(0.05)
-    proc.kill()
-    pytest.fail(f"the journal did not reach {at_least} trials in {timeout} s")
 
 
 def test_sigint_then_sigkill_then_rerun_reaches_the_budget_exactly(tmp_path):
@@ -359,28 +342,31 @@ def test_sigint_then_sigkill_then_rerun_reaches_the_budget_exactly(tmp_path):
     out = tmp_path / "out"
     journal = out / "study.journal"
 
-    # 1) SIGINT: a clean exit (KeyboardInterrupt), the completed batches kept
-    proc = _start(study, budget, out, 0.02)
-    _wait_for(proc, journal, name, 150)
+    # 1) SIGINT while the 9th batch is evaluated: a clean exit (KeyboardInterrupt), the 8 completed batches kept
+    gate = Gate(tmp_path / "gate1", [9])
+    proc = _start(study, budget, out, gate)
+    gate.wait(proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=CAP_S)
     assert proc.returncode in (-signal.SIGINT, 130, 1), err
     assert "KeyboardInterrupt" in err and err.count("Error") == 0, err[-3000:]
     after_int = _snapshot(journal, name)
-    assert 150 <= len(after_int) < budget
+    assert len(after_int) == 8 * batch
 
-    # 2) SIGKILL of a resumed run, at a random point
-    proc = _start(study, budget, out, 0.02)
-    _wait_for(proc, journal, name, len(after_int) + 150)
+    # 2) SIGKILL of a resumed run, anywhere (an evaluation, a tell, an append) between its 9th and 12th batch
+    gate = Gate(tmp_path / "gate2", [9, 12])
+    proc = _start(study, budget, out, gate)
+    gate.wait(proc, 0)
+    gate.release(0)
     proc.kill()
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=CAP_S)
     after_kill = _snapshot(journal, name)
-    assert len(after_kill) < budget
+    assert 16 * batch <= len(after_kill) <= 19 * batch
     assert all(after_kill[n] == v for n, v in after_int.items())  # nothing lost by the resume
 
     # 3) the rerun completes the budget exactly
-    proc = _start(study, budget, out, 0.0)
-    _, err = proc.communicate(timeout=120)
+    proc = _start(study, budget, out, None)
+    _, err = proc.communicate(timeout=CAP_S)
     assert proc.returncode == 0, err[-3000:]
     final = _snapshot(journal, name)
     assert len(final) == budget and sorted(final) == list(range(budget))
