@@ -271,8 +271,10 @@ def _parcoords_figure(st: _Study, cap: int):
                   reversescale=st.directions[first] != MAXIMIZE, showscale=True,
                   colorbar=dict(title=cdim["label"], tickvals=cdim["tickvals"], ticktext=cdim["ticktext"]))))
     note = f" ({len(rows)} of {st.n_feasible} feasible shown)" if len(rows) < st.n_feasible else ""
-    fig.update_layout(template="plotly_white", height=480, margin=dict(l=80, r=60, t=70, b=30),
-                      title=f"Feasible designs: parameters and objectives{note}")
+    # the axis names sit above the plot area: the title goes above them, with room for both (a 70 px top
+    # margin put the title on the first axes' names)
+    fig.update_layout(template="plotly_white", height=520, margin=dict(l=80, r=60, t=130, b=30),
+                      title=dict(text=f"Feasible designs: parameters and objectives{note}", y=0.98, yanchor="top"))
     return fig
 
 

@@ -42,6 +42,18 @@ window.addEventListener('load', function () {
         var gd = document.getElementById(id);
         out.plotted[id] = !!(gd && gd._fullLayout && gd._fullData && gd._fullData.length);
       });
+      // rendered boxes: the catalog chips' labels of each Pareto plot, and the parallel-coordinates title
+      // against its axis names (checked for overlap below)
+      var box = function (el) { var r = el.getBoundingClientRect();
+        return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, text: el.textContent}; };
+      out.labels = {};
+      %(ids)s.forEach(function (id) {
+        var g = document.getElementById(id);
+        out.labels[id] = Array.prototype.map.call(g.querySelectorAll('.annotation-text'), box);
+      });
+      var pc = document.getElementById('parcoords');
+      out.pc_title = Array.prototype.map.call(pc.querySelectorAll('.gtitle'), box);
+      out.pc_axes = Array.prototype.map.call(pc.querySelectorAll('.axis-title'), box);
       var gd = document.getElementById('pareto-0');
       out.traces = gd._fullData.map(function (t) {
         return {name: t.name, hovertemplate: t.hovertemplate || '', n: (t.x || []).length,
@@ -108,6 +120,19 @@ def test_report_html_renders_offline_with_parameters_on_hover(tmp_path):
                        .replace("&amp;", "&"))
     assert probe["error"] is None, probe["error"]
     assert probe["plotted"] == {i: True for i in PLOT_IDS}
+
+    # no two labels overlap as the browser draws them (issue 19 item 8: catalog labels collided), and the
+    # parallel-coordinates title stays clear of its axis names
+    def overlap(a, b):
+        return min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 0.5 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 0.5
+
+    assert sum(len(b) for b in probe["labels"].values()) >= 4, probe["labels"]  # the catalog chips are labelled
+    for pid, boxes in probe["labels"].items():
+        clashes = [(a["text"], b["text"]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if overlap(a, b)]
+        assert not clashes, f"#{pid}: overlapping labels {clashes}"
+    assert probe["pc_title"] and len(probe["pc_axes"]) == len(PARAMS) + 3, (probe["pc_title"], probe["pc_axes"])
+    hits = [a["text"] for a in probe["pc_axes"] for t in probe["pc_title"] if overlap(a, t)]
+    assert not hits, f"the parallel-coordinates title covers the axis names {hits}"
 
     # every plot div holds rendered SVG
     starts = {i: dom.find(f'id="{i}"') for i in PLOT_IDS}
