@@ -85,6 +85,9 @@ class Problem:
     objective_names: tuple[str, ...]
     directions: tuple[str, ...]
     constraint_names: tuple[str, ...] = ()
+    #: ``describe(params) -> str``: one trial's parameters as people read them ('clock = 1.41 GHz, ...'), stored
+    #: with each Optuna trial (user attribute ``dse:params``) so optuna-dashboard shows units, not raw SI
+    describe: Callable[[Mapping], str] | None = None
 
     def __post_init__(self):
         if not isinstance(self.space, DesignSpace):

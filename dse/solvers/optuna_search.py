@@ -125,6 +125,7 @@ POLYNOMIAL_ETA = 20.0  # distribution index of the polynomial mutation (Deb et a
 BIG = 1e300  # stands in for a non-finite value (Optuna refuses NaN)
 RAW_KEY = "dse:raw"  # user attr: the raw values of a trial that had a non-finite one
 NAMES_KEY = "dse:names"  # study user attr: parameter, objective and constraint names
+PARAMS_KEY = "dse:params"  # user attr: the trial's parameters with their units (Problem.describe), for people
 EVALUATION_KEY = "dse:evaluation"  # study user attr: what the values depend on beyond the names (tiles: cpsat)
 NAN_OBJECTIVE = "objective_nan"  # extra constraint set (to 1) on a trial with a NaN objective
 MAX_REDRAWS = 4  # rounds of re-asking to replace duplicate points within one batch
@@ -686,6 +687,8 @@ class OptunaSolver(Solver):
             compat.set_constraints(t, cons)
             if nonfinite:
                 t.set_user_attr(RAW_KEY, {"objectives": [repr(x) for x in f], "constraints": [repr(x) for x in g]})
+            if prob.describe is not None:
+                t.set_user_attr(PARAMS_KEY, prob.describe(t.params))
             vals = [_finite(x, w) if not math.isinf(x) else math.copysign(BIG, x) for x, w in zip(f, worst)]
             mem.tell(t, vals)
 

@@ -215,8 +215,16 @@ def make_problem(spec: StudySpec, log: MetricsLog | None = None):
         G = np.column_stack([t(m) for t in spec.constraints]) if spec.constraints else np.zeros((F.shape[0], 0))
         return F, G
 
+    units = {e.name: e.dimension for e in spec.space}
+
+    def describe(params) -> str:  # what optuna-dashboard shows beside Optuna's raw SI parameters
+        from dse.study.results import format_value
+
+        return ", ".join(f"{k} = {format_value(v, units.get(k))}" for k, v in params.items())
+
     return Problem(space=space, evaluate=evaluate, objective_names=obj_names,
-                   directions=tuple(t.direction for t in spec.objectives), constraint_names=con_names)
+                   directions=tuple(t.direction for t in spec.objectives), constraint_names=con_names,
+                   describe=describe)
 
 
 def results_table(spec: StudySpec, result, problem, log: MetricsLog | None = None) -> pd.DataFrame:

@@ -53,6 +53,26 @@ def test_constraints_hold_on_the_front(default_run):
     assert (front["m.resident_bytes"] <= front["m.capacity_bytes"]).all()
 
 
+def test_optuna_dashboard_sees_dse_front_names_and_units(default_run):
+    """What optuna-dashboard reads, through plain Optuna (issue 19 item 1): the objectives' names, the same
+    front as pareto.csv (dse's constraints where Optuna keeps them), and each trial's parameters with units
+    (Optuna's own params are raw SI: a 1.4e9 clock)."""
+    import optuna
+    import pandas as pd
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    out, table = default_run
+    storage = JournalStorage(JournalFileBackend(str(out / "study.journal")))
+    study = optuna.load_study(study_name="qwen3-8b-decode-chip", storage=storage)
+    assert study.metric_names == ["obj.latency_per_token", "obj.energy_per_token", "obj.die_area"]
+    assert len(study.best_trials) == len(pd.read_csv(out / "pareto.csv")) > 0
+    t = study.trials[0]
+    text = t.user_attrs["dse:params"]
+    assert text.startswith(f"units = {t.params['units']}, clock = ") and " GHz" in text, text
+    assert ("KiB" in text or "MiB" in text) and " MB" in text, text  # local buffer binary, L2 (continuous) SI
+
+
 def test_resume_reaches_budget_exactly(tmp_path):
     out = tmp_path / "r"
     run_study(DEFAULT, trials=200, out=out, write=False)
