@@ -44,7 +44,7 @@ def register(sub) -> None:
         "whatif",
         help="baseline chip vs proposals on every workload: time, energy, area, cost, constraints, bounds",
         description="Compare a baseline chip with proposals (changes to it, or other chips) on workloads. "
-                    "Either a proposals file (see dse/whatif.py for its keys) or a quick question: "
+                    "Either a proposals file (its keys: dse schema whatif) or a quick question: "
                     "dse whatif --base h100 --set hbm.stacks=6 --workload qwen3-8b:decode:batch=1:context=8192",
     )
     w.add_argument("file", nargs="?", help="proposals YAML (baseline, proposals, workloads)")
