@@ -308,10 +308,11 @@ def _chip() -> list[str]:
         "process": "known nodes: " + ", ".join(f"`{n}`" for n in technology.process_names(aliases=True)),
         "hbm.generation": "one of: " + ", ".join(f"`{g}`" for g in HBM_GENERATIONS),
         "matrix.flops_per_cycle": "keys: any format name of the formats section",
+        "matrix.flops_per_cycle_physical": "keys: any format name; each at least the format's flops_per_cycle",
     })
     out += ["### Chip parameters", "",
             "Every dotted name a design space, an override or `--set` may change "
-            "(`matrix.flops_per_cycle.FORMAT` for any format name: " + ", ".join(f"`{f}`" for f in format_names())
+            "(`matrix.flops_per_cycle.FORMAT` and `matrix.flops_per_cycle_physical.FORMAT` for any format name: " + ", ".join(f"`{f}`" for f in format_names())
             + "):", "",
             ", ".join(f"`{p}`" for p in sorted(set(parameter_names()))
                       if not p.startswith("matrix.flops_per_cycle.")), ""]
