@@ -117,6 +117,10 @@ _PROPOSAL_HELP = {
     "compare_to": "the design this one is compared with (default: the baseline)",
     "evaluation": "evaluator options of this design, merged over the file's",
     "attention_block": "this design's attention-block settings (`smem_bytes_per_cycle`: a value or `xN`)",
+    "die_area": "the die area the proposal states (`900 mm^2`): `fill` is set so that the area model gives "
+                "that die (the area is the proposal's, what fills it the model's)",
+    "fill": "the on-chip memory that fills a stated `die_area` (a bytes parameter: `l2`, `local_buffer`, "
+            "`register_file`, `accumulator`, `sram.capacity`; default `l2`); not given a value in the same proposal",
     "note": "free text shown with the design",
 }
 
