@@ -11,6 +11,7 @@ Getting CACTI by hand (the only step that needs a package registry)::
     python -m pip download --no-deps --only-binary=:all: --python-version 3.12 hwcomponents-cacti==1.0.40 -d .
     python -m zipfile -e hwcomponents_cacti-1.0.40-py3-none-any.whl wheel
     cd wheel/hwcomponents_cacti/cacti           # CACTI 7.0's C++ sources, its tech_params/ and a prebuilt ./cacti
+    chmod +x cacti                              # (zipfile drops the executable bit)
     ./cacti -infile cache.cfg > /dev/null       # the prebuilt binary needs GLIBC_2.38 and GLIBCXX_3.4.32;
                                                 # on an older glibc (Debian 12: 2.36) it fails to load. Rebuild:
     rm -rf obj_dbg obj_opt cacti && make opt    # g++ and make (apt-get install g++ make); ~40 s on 2 cores
@@ -23,7 +24,7 @@ here: we never import it.) Then, from the repository root::
         --wheel /tmp/cacti/hwcomponents_cacti-1.0.40-py3-none-any.whl
 
 It writes ``dse/data/technology/cacti_sram.yaml`` (``--out`` elsewhere; ``--check`` compares the figures with
-the shipped file instead of writing). About 100 CACTI runs, 5-10 minutes on 2 cores.
+the shipped file instead of writing). About 100 CACTI runs, 2-3 minutes on 2 cores.
 
 What is run (the run matrix, :func:`runs`):
 
@@ -250,6 +251,17 @@ HEADER = """\
 """
 
 
+def _toolchain() -> str:
+    """The compiler and C library this machine builds CACTI with, e.g. "g++ 12.2.0, glibc 2.36"."""
+    import platform
+    try:
+        gxx = subprocess.run(["g++", "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        gxx = "?"
+    lib, ver = platform.libc_ver()
+    return f"g++ {gxx or '?'}, {lib or 'libc'} {ver or '?'}"
+
+
 def write_yaml(cacti: Path, wheel: Path | None, figures: dict[str, dict], out: Path) -> None:
     version = (cacti / "version_cacti.h").read_text()
     major = re.search(r"VER_MAJOR_CACTI\s+(\d+)", version).group(1)
@@ -260,8 +272,8 @@ def write_yaml(cacti: Path, wheel: Path | None, figures: dict[str, dict], out: P
             "  package: \"hwcomponents-cacti 1.0.40 (PyPI wheel hwcomponents_cacti-1.0.40-py3-none-any.whl)\"\n"]
     if wheel is not None:
         text.append(f"  wheel_sha256: {_sha(wheel.read_bytes())}\n")
-    text += ["  binary: \"rebuilt from the wheel's C++ sources (make opt, g++ 12.2, Debian 12 glibc 2.36): the "
-             "prebuilt ./cacti needs GLIBC_2.38\"\n",
+    text += [f"  binary: \"rebuilt from the wheel's C++ sources (make opt, {_toolchain()}): the prebuilt ./cacti "
+             "needs GLIBC_2.38\"\n",
              "  how: \"cd hwcomponents_cacti/cacti; ./cacti -infile RUN.cfg; figures from the CSV row it appends to "
              "RUN.cfg.out and from its report (tools/cacti_sram.py)\"\n",
              "  nodes: {45: tech_params/45nm.dat, 32: tech_params/32nm.dat, 28: \"interpolated by CACTI between "
