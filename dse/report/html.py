@@ -19,6 +19,7 @@ from dse.report.findings import _findings
 from dse.report.convergence import summary
 from dse.report.sections import (
     _REJ_HEAD,
+    _split_lines,
     _tiles_lines,
     _constraint_rows,
     _objective_rows,
@@ -329,7 +330,8 @@ def _html(st: _Study, top: int, cap: int) -> str:
              f"<span>evaluated <b>{st.n}</b></span>"
              f"<span>feasible <b>{st.n_feasible}</b> ({_pct(st.n_feasible, st.n)})</span>"
              f"<span>Pareto front <b>{len(st.front)}</b>{escape(_distinct_note(st))}</span></div>")
-    extra = ([summary(st.convergence)] if st.convergence is not None else []) + _tiles_lines(meta)
+    extra = (([summary(st.convergence)] if st.convergence is not None else []) + _tiles_lines(meta)
+             + _split_lines(meta))
     if extra:
         P.append("<ul>" + "".join(f"<li>{_md_inline(x)}</li>" for x in extra) + "</ul>")
     if st.convergence is not None and len(st.convergence.trials) > 1:

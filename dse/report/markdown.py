@@ -13,6 +13,7 @@ from dse.report.sections import (
     _rejection_rows,
     _settings_lines,
     _space_rows,
+    _split_lines,
     _tiles_lines,
 )
 from dse.report.convergence import summary
@@ -40,7 +41,7 @@ def _md(st: _Study, top: int) -> str:
           f"- Pareto front (all objectives): **{len(st.front)}** designs{_distinct_note(st)}"]
     if st.convergence is not None:
         L += [f"- {summary(st.convergence)}"]
-    L += [f"- {line}" for line in _tiles_lines(meta)] + [""]
+    L += [f"- {line}" for line in _tiles_lines(meta) + _split_lines(meta)] + [""]
     L += ["## What the front says" if st.n_feasible else "## Why nothing is feasible", ""]
     L += [" ".join(_findings(st)), ""]
     if len(st.front):

@@ -74,6 +74,13 @@ def _constraint_rows(meta: Mapping) -> list[list[str]]:
     return rows
 
 
+def _split_lines(meta: Mapping) -> list[str]:
+    """What the CP-SAT split's evaluator search did (meta['split'], dse.study.cpsat): the answer against the split
+    model's own optimum."""
+    sp = meta.get("split")
+    return [f"CP-SAT split: {sp['summary']}"] if isinstance(sp, Mapping) and sp.get("summary") else []
+
+
 def _tiles_lines(meta: Mapping) -> list[str]:
     """What ``solver.tiles`` did (meta['tiles'], dse.study.tiles): the tiles used, why, the cache's work and how
     much the CP-SAT tiles changed the front (the same designs on the evaluator's default tiles)."""
