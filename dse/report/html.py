@@ -17,6 +17,8 @@ from dse.pareto import MAXIMIZE
 from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, tick_texts
 from dse.report.findings import _findings
 from dse.report.convergence import summary
+from dse.report.sensitivity import NOTE as SENSITIVITY_NOTE
+from dse.report.sensitivity import summary as sensitivity_summary
 from dse.report.sections import (
     _REJ_HEAD,
     _split_lines,
@@ -24,6 +26,7 @@ from dse.report.sections import (
     _constraint_rows,
     _objective_rows,
     _rejection_rows,
+    _sensitivity_table,
     _settings_lines,
     _space_rows,
 )
@@ -363,6 +366,11 @@ def _html(st: _Study, top: int, cap: int) -> str:
         P.append(f"<h2>Pareto front table ({shown} of {len(fr)} distinct designs, best first by"
                  f" {escape(st.objectives[0])})</h2>")
         P.append(format_table(fr, meta, fmt="html", max_rows=shown))
+    if st.sensitivity is not None:
+        head, rows = _sensitivity_table(st)
+        P.append("<h2>Sensitivity of the front</h2>")
+        P.append(f"<p>{_md_inline(sensitivity_summary(st.sensitivity))}. {escape(SENSITIVITY_NOTE)}</p>")
+        P.append(_html_table(head, rows))
     P.append("<h2>Constraints</h2>")
     if len(st.rejections):
         head = _REJ_HEAD + (["not evaluated"] if st.rejections["nan"].any() else [])
