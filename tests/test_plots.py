@@ -204,7 +204,7 @@ def test_precision_plot_names_the_formats(precision):
     format of the study file, and the front's point says its formats (the fastest feasible design, mxfp6
     weights: tests/studies/test_worked_studies.py)."""
     _, st = precision
-    fig = _pair_figure(st, "latency_per_token", "energy_per_token")
+    fig = _pair_figure(st, "tpot", "energy_per_token")
     assert len(fig.legends) == 1
     leg = fig.legends[0]
     assert leg.get_title().get_text() == "workload.formats.weights"
