@@ -367,7 +367,7 @@ def test_cpsat_split_refuses_what_it_cannot_model(tmp_path):
     msg = _refused(p)
     assert f"{p}:{_line_of(p, 'dies:')}:" in msg and "split parameter" in msg, msg
     # it minimizes the mix's time (the evaluator's optimum rests on the model's time as its lower bound)
-    p = _write(tmp_path, text.replace("objectives: [latency_per_token]", "objectives: [energy_per_token]"))
+    p = _write(tmp_path, text.replace("objectives: [tpot]", "objectives: [energy_per_token]"))
     msg = _refused(p)
     assert f"{p}:{_line_of(p, 'objectives:')}:" in msg and "mix's time" in msg, msg
 
