@@ -158,7 +158,12 @@ class Link(Record):
     lanes: Count | None = Field(None, description="lanes (with lane_rate, instead of bandwidth)")
     lane_rate: Bandwidth | None = Field(None, description="per-lane rate, e.g. '112 Gb/s'")
     alpha: TimeOrZero = Field(0.0, description="latency per message (T = alpha + V/R)")
-    peers: Count = Field(1, description="chips reachable over the link")
+    peers: Count = Field(1, description="chips reachable over the link (a mesh or a torus: one link to each)")
+    topology: Literal["switch", "mesh", "ring", "torus"] | None = Field(None,
+        description="scale-up: how the chips connect -- switch (the rate is the chip's port, shared by its peers), "
+                    "mesh (one link of the rate to each peer), ring (one to each of two neighbours), torus (one "
+                    "to each of the peers, 2 per dimension); default mesh when given as lanes x lane_rate, switch "
+                    "when given as a bandwidth. Collectives take the cheapest algorithm the topology has")
     source: str | None = None
 
     @model_validator(mode="after")

@@ -105,12 +105,18 @@ def test_sram_chip_count_is_set_by_capacity(sram):
     assert b1["p.system.chips"].min() == 96  # the smallest system in the space that holds the model
 
 
-def test_sram_system_wins_latency_at_batch_1_at_about_the_energy(sram):
+def test_sram_system_near_the_fastest_at_batch_1_at_more_energy(sram):
     b1 = sram[sram["scenario"] == "batch 1"]
-    fastest = b1.nsmallest(1, "obj.tpot").iloc[0]
-    assert fastest["p.base"] == "groq-tsp" and bool(fastest["p.system.pipeline"])
     hbm = b1[b1["p.base"] == "h100-sxm"]
-    assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
+    # the fastest SRAM system is the smallest pipeline that holds the model (96 chips, each operator within one
+    # chip's power), 1.2x the time of 8 H100s in tensor parallel, whose all-reduces go direct through NVSwitch
+    # (two steps each, issue 15 item 5; the ring of 14 steps made them slower than the SRAM pipeline before)
+    sram_fast = b1[b1["p.base"] == "groq-tsp"].nsmallest(1, "obj.tpot").iloc[0]
+    assert bool(sram_fast["p.system.pipeline"]) and sram_fast["p.system.chips"] == 96
+    hbm_fast = hbm.nsmallest(1, "obj.tpot").iloc[0]
+    assert hbm_fast["p.system.chips"] == 8 and not bool(hbm_fast["p.system.pipeline"])
+    assert 1.0 < sram_fast["obj.tpot"] / hbm_fast["obj.tpot"] < 1.3
+    assert sram_fast["obj.tpot"] < hbm[hbm["p.system.chips"] <= 4]["obj.tpot"].min()
     # energy: more than a single HBM GPU's. A read costs the SRAM bank's energy (issue 14: Groq's 128 KiB MEM
     # tile), but ~100 chips leak over the whole step, and the step is longer than the read: the weight-stationary
     # MXM streams one row per block of 320 x 320 weights at batch 1 (issue 15, dse.model.evaluator). Within 2-4x.
