@@ -297,7 +297,11 @@ class MemoryTech(Sourced):
     max_layers: Count | None = None
     capacity_per_layer: Bytes | None = None
     energy_per_byte: EnergyPerByte
-    phy_area: Area = Field(description="PHY + controller mm^2 per interface on the logic die")
+    phy_area: Area = Field(description="PHY + controller mm^2 per interface on the logic die, at the area model's "
+                                       "reference node (N7)")
+    controller_fraction: float | None = Field(None, ge=0.0, le=1.0,
+        description="share of phy_area that is controller logic (scales with the node's logic density; the "
+                    "analog PHY does not); default 0")
     footprint: Footprint | None = None
     cost_per_byte: MoneyPerByte
 

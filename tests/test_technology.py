@@ -450,12 +450,15 @@ def _die_area(name: str, technology=None) -> float:
 
 
 def test_die_area_follows_overrides():
-    # half the N5 logic density doubles every logic part of H100 (matrix, lanes, control, overhead); the SRAM,
-    # PHY and SerDes parts stay
+    # half the N5 logic density doubles every logic part of H100 (matrix, lanes, control, overhead, the HBM
+    # controllers); the SRAM, analog PHY and SerDes parts stay
     from dse.hardware import Chips, load_chip
     from dse.model.area import package_area
 
     t2 = tech.overridden({"processes": {"n5": {"logic_density": f"{tech.process('n5').logic_density / 2} /mm^2"}}})
     parts = package_area(Chips.from_specs([load_chip("h100-sxm")])).parts
-    logic = parts["matrix"][0] + parts["unit_logic"][0] + parts["uncore"][0]
+    hbm3 = tech.memory("hbm3")
+    controllers = 6 * hbm3.phy_area * hbm3.controller_fraction * tech.process("n7").logic_density / tech.process(
+        "n5").logic_density
+    logic = parts["matrix"][0] + parts["unit_logic"][0] + parts["uncore"][0] + controllers
     assert _die_area("h100-sxm", t2) == pytest.approx(_die_area("h100-sxm") + logic)

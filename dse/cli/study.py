@@ -68,6 +68,12 @@ def _run(args) -> int:
 
     spec = load_study(args.study, out_given=args.out is not None)
     out = args.out or spec.output
+    if spec.solver.method == "cpsat_split":  # the chosen die, as any study's design, and how it was found
+        trials, meta, _ = read_results(out)
+        print(format_table(trials, meta))
+        print(f"\n{meta['split']['summary']}" if isinstance(meta.get("split"), dict) else "")
+        print(f"\nResults in {out}/ (split.csv: the die and CP-SAT's own optimum)")
+        return 0
     if spec.solver.method.startswith("cpsat"):  # exact sub-problem: its table is the answer
         print(table.to_string(index=False))
         print(f"\nResults in {out}/")

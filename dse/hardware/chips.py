@@ -126,7 +126,8 @@ class Chips:
         overrides = overrides or {}
         known = set(view) | set(derive({k: np.array([v]) for k, v in view.items()})) | {
             k for k in OPTIONAL_INPUTS if not k.startswith("hbm.") or base.hbm is not None}
-        unknown = [k for k in overrides if k not in known and not k.startswith("matrix.flops_per_cycle.")]
+        unknown = [k for k in overrides if k not in known
+                   and not k.startswith(("matrix.flops_per_cycle.", "matrix.flops_per_cycle_physical."))]
         if unknown:
             known = sorted(k for k in known if not k.startswith("tech."))
             raise SpecError([unknown_name("chip parameter", k, known) for k in unknown])

@@ -60,23 +60,42 @@ class MatrixUnit(Record):
     flops_per_cycle: dict[str, float] = Field(
         description="dense FLOPs per cycle per compute unit, by number format (a MAC counts 2)"
     )
+    flops_per_cycle_physical: dict[str, float] | None = Field(
+        None, description="area model: dense FLOPs per cycle per compute unit the datapath is built for (a MAC "
+                          "counts 2), by number format, where the product enables less: GeForce runs FP16/BF16 "
+                          "with FP32 accumulate at half the rate of the same tensor core with FP16 accumulate "
+                          "(NVIDIA GA102, AD102, GB202 whitepapers); sizes the matrix area, never the "
+                          "performance; default: flops_per_cycle")
     source: str | None = None
 
-    @field_validator("flops_per_cycle")
+    @field_validator("flops_per_cycle", "flops_per_cycle_physical")
     @classmethod
-    def _known_formats(cls, v: dict) -> dict:
+    def _known_formats(cls, v: dict | None, info) -> dict | None:
+        if v is None:
+            return None
         out = {}
         for name, rate in v.items():
             try:
                 canon = _canonical_format(name)
             except SpecError as e:
                 raise ValueError(str(e)) from None
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
-                raise ValueError(f"flops_per_cycle.{name} must be a number > 0, got {rate!r}")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 or rate == float("inf"):
+                raise ValueError(f"{info.field_name}.{name} must be a finite number > 0 (FLOP/cycle), got {rate!r}")
             out[canon] = float(rate)
         if not out:
             raise ValueError("at least one number format is needed")
         return out
+
+    @model_validator(mode="after")
+    def _physical_covers_enabled(self):
+        """The datapath as built is at least what the product enables (a product can halve a rate, not add to it)."""
+        for fmt, built in (self.flops_per_cycle_physical or {}).items():
+            enabled = self.flops_per_cycle.get(fmt)
+            if enabled is not None and built < enabled:
+                raise ValueError(f"flops_per_cycle_physical.{fmt} = {built:g} FLOP/cycle is below the enabled "
+                                 f"flops_per_cycle.{fmt} = {enabled:g}: the datapath as built cannot be smaller "
+                                 f"than what the product runs")
+        return self
 
 
 class VectorUnit(Record):
@@ -470,8 +489,9 @@ def param_dimension(key: str) -> str | None:
         if i == len(parts) - 1:
             return _field_dimension(field)
         if sub is None:
-            if typing.get_origin(ann) is dict or dict in typing.get_args(ann):
-                if part == "flops_per_cycle" and i == len(parts) - 2:
+            if typing.get_origin(ann) is dict or any(a is dict or typing.get_origin(a) is dict
+                                                     for a in typing.get_args(ann)):
+                if part in ("flops_per_cycle", "flops_per_cycle_physical") and i == len(parts) - 2:
                     _canonical_format(parts[-1])
                     return None
                 return _field_dimension(field) if i == len(parts) - 2 else None

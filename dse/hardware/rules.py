@@ -66,7 +66,11 @@ def override_rules(changed) -> tuple[set[str], set[str]]:
     (none of the present rules overlap).
     """
     changed = set(changed)
-    reset = {k for c in changed for k in RESETS.get(c, ())} - changed
+    # another matrix rate is another datapath: the base's physical rate of that format (the area model's
+    # matrix.flops_per_cycle_physical) stops being true
+    physical = {"matrix.flops_per_cycle_physical." + c.rsplit(".", 1)[1] for c in changed
+                if isinstance(c, str) and c.startswith("matrix.flops_per_cycle.")}
+    reset = ({k for c in changed for k in RESETS.get(c, ())} | physical) - changed
     keep = {k for c in changed for k in KEEPS.get(c, ())} - changed - reset
     return reset, keep
 

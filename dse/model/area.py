@@ -19,7 +19,8 @@ logic density (L) or SRAM bitcell (S) (:func:`area_terms`; the same terms are th
     registers units x register file x figure x S        local     units x (local + accumulator) x scratchpad x S
     SRAM main memory beyond the units' buffers x scratchpad x S
     L2        physical L2 (l2_physical, else l2) x cache figure x S
-    memory PHYs  HBM stack sites x PHY area; DRAM bus width / interface pins x PHY area (memories.yaml)
+    memory PHYs  HBM stack sites x PHY area; DRAM bus width / interface pins x PHY area (memories.yaml, at N7:
+              the analog PHY as is, its controller_fraction x L)
     I/O       off-package link GB/s (host + scale-up) x SerDes figure + die-to-die TB/s x die_to_die
     uncore    die-overhead figure x L
 
@@ -46,7 +47,9 @@ A chip's ``units_physical`` gives the count; where it does not, ``units_physical
 floor(units x spare / (1 - spare))`` with the default spare fraction :data:`DEFAULT_SPARE_FRACTION`
 (0.10: A100 15.6%, H100 8.3%, MI355X 11.1%, MI300X 5%), unless the caller passes one.
 
-Memory PHYs: HBM counts its stack sites (H100: 6 sites, 5 stacks active);
+Memory PHYs: the PHY + controller area per interface (memories.yaml) is an analog PHY that keeps its area at
+every node plus a controller (``controller_fraction``; A100 die shot 5.3 of ~15 mm^2 per stack) that is logic
+and scales by L. HBM counts its stack sites (H100: 6 sites, 5 stacks active);
 DRAM counts interfaces = ceil(bus width / interface pins), the bus width given
 (``dram.bus_width``) or bandwidth / the kind's default pin rate (an RTX 4090's
 384-bit GDDR6X = 12 x32 devices).
@@ -266,12 +269,19 @@ def matrix_equivalent(chips, tech=None) -> np.ndarray:
     Lower precisions share the multipliers of one datapath (a BF16/FP8/FP4 unit at 1 : 2 : 4 is the size
     of its BF16 part), so the most expensive format sizes it. A format no faster than the vector lanes
     (FP32 GEMMs on CUDA cores, an Apple GPU's ALUs, a WSE core's FMAC) runs on the lanes: no matrix area.
+    A format's rate is the datapath as built (``matrix.flops_per_cycle_physical``) where the product enables
+    less: GeForce runs FP16/BF16 with FP32 accumulate at half its FP16-accumulate rate (RTX 5090 512 of 1024
+    FLOP/cycle per SM; the RTX PRO 6000 runs the same GB202 at 1024).
     """
     fa = _area_model(tech).format_area
     vector = chips.get("vector.flops_per_cycle", 0.0)
     out = np.zeros(len(chips))
-    for fmt in chips.formats:
-        rate = chips.flops_per_cycle(fmt)
+    prefix = "matrix.flops_per_cycle_physical."
+    physical = {k[len(prefix):] for k in getattr(chips, "arrays", {}) if k.startswith(prefix)}
+    for fmt in sorted(set(chips.formats) | physical):
+        rate = chips.flops_per_cycle(fmt) if fmt in chips.formats else np.zeros(len(chips))
+        if fmt in physical:  # the datapath as built, where the product enables less (GeForce FP32 accumulate)
+            rate = np.fmax(rate, np.nan_to_num(chips.get(prefix + fmt, 0.0)))
         out = np.maximum(out, np.where(rate > vector, rate * fa[technology.format_class(fmt)], 0.0))
     return out
 
@@ -331,7 +341,11 @@ def area_terms(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple[lis
     ]
 
     # ---- memory PHYs: HBM stack sites; DRAM interfaces from the bus width (base dies carry them: 0 here)
+    # PHY + controller per interface (memories.yaml, at N7): the analog PHY keeps its area at every node, the
+    # controller (controller_fraction of it) is logic and scales by L (A100 die shot: 9.7 PHY + 5.3 controller)
     phy_area = np.nan_to_num(_by_name(mems, lambda m: _memory(m, tech).phy_area, n))
+    ctrl = np.nan_to_num(_by_name(mems, lambda m: _memory(m, tech).controller_fraction or 0.0, n))
+    phy_area = phy_area * ((1.0 - ctrl) + ctrl * logic)
     pins = _by_name(mems, lambda m: _memory(m, tech).pins, n)
     pin_rate = _by_name(mems, lambda m: _memory(m, tech).pin_rate, n)
     is_hbm = kind == 0.0

@@ -8,6 +8,9 @@ written into the output folder, each atomically (:func:`dse.study.results.atomic
                                     rejections, "what the front says", links to the plots
     plots/pareto_<x>__<y>.png       one Pareto scatter per pair of objectives (matplotlib, Agg)
     plots/bound.png                 where the front designs are bound (m.bound, each one's time split)
+    plots/convergence.png           the front's hypervolume vs trials (convergence.py)
+    sensitivity.csv                 each parameter's share of each objective's variance along the front
+                                    (sensitivity.py; also a table on both pages)
     report.html                     one page that works offline: plotly.js inline, a Pareto
                                     scatter per pair with the parameters on hover, the catalog
                                     chips as their own trace, parallel coordinates of the
@@ -19,7 +22,8 @@ Everything shown is computed from the table: nothing here evaluates a chip.
 One concept per module: view.py (the prepared table, constraint rejections),
 findings.py ("what the front says"), axes.py (what both kinds of plot share),
 plots.py (PNG), sections.py (settings and constraint tables), markdown.py
-(report.md), html.py (report.html); labels.py (point labels without overlap on the PNGs); exact.py (the
+(report.md), html.py (report.html); convergence.py (hypervolume and its curve), sensitivity.py (the front's
+sensitivity to each parameter); labels.py (point labels without overlap on the PNGs); exact.py (the
 pages of a CP-SAT tile study); catalog.py (chip tables for `dse catalog`).
 """
 
@@ -36,6 +40,7 @@ from dse.report.findings import findings
 from dse.report.html import _html
 from dse.report.markdown import _md
 from dse.report.plots import _write_plots
+from dse.report.sensitivity import SENSITIVITY_CSV
 from dse.report.view import REPORT_HTML, REPORT_MD, _study, constraint_rejections
 from dse.study.results import atomic_write, read_results
 
@@ -56,6 +61,10 @@ def write_reports(out_dir: str | os.PathLike, table: pd.DataFrame, meta: Mapping
     root.mkdir(parents=True, exist_ok=True)
     st = _study(table, meta, catalog)
     written = _write_plots(root, st)
+    if st.sensitivity is not None:
+        written[SENSITIVITY_CSV] = atomic_write(SENSITIVITY_CSV, st.sensitivity.to_csv(index=False), root=root)
+    else:  # an earlier report's shares would mislead
+        (root / SENSITIVITY_CSV).unlink(missing_ok=True)
     written[REPORT_MD] = atomic_write(REPORT_MD, _md(st, top), root=root)
     written[REPORT_HTML] = atomic_write(REPORT_HTML, _html(st, top, max_html_points), root=root)
     return written

@@ -17,12 +17,16 @@ from dse.pareto import MAXIMIZE
 from dse.report.axes import _axis_label, _catalog_points, _eng_unit, _pairs, _wide, tick_texts
 from dse.report.findings import _findings
 from dse.report.convergence import summary
+from dse.report.sensitivity import NOTE as SENSITIVITY_NOTE
+from dse.report.sensitivity import summary as sensitivity_summary
 from dse.report.sections import (
     _REJ_HEAD,
+    _split_lines,
     _tiles_lines,
     _constraint_rows,
     _objective_rows,
     _rejection_rows,
+    _sensitivity_table,
     _settings_lines,
     _space_rows,
 )
@@ -329,7 +333,8 @@ def _html(st: _Study, top: int, cap: int) -> str:
              f"<span>evaluated <b>{st.n}</b></span>"
              f"<span>feasible <b>{st.n_feasible}</b> ({_pct(st.n_feasible, st.n)})</span>"
              f"<span>Pareto front <b>{len(st.front)}</b>{escape(_distinct_note(st))}</span></div>")
-    extra = ([summary(st.convergence)] if st.convergence is not None else []) + _tiles_lines(meta)
+    extra = (([summary(st.convergence)] if st.convergence is not None else []) + _tiles_lines(meta)
+             + _split_lines(meta))
     if extra:
         P.append("<ul>" + "".join(f"<li>{_md_inline(x)}</li>" for x in extra) + "</ul>")
     if st.convergence is not None and len(st.convergence.trials) > 1:
@@ -361,6 +366,11 @@ def _html(st: _Study, top: int, cap: int) -> str:
         P.append(f"<h2>Pareto front table ({shown} of {len(fr)} distinct designs, best first by"
                  f" {escape(st.objectives[0])})</h2>")
         P.append(format_table(fr, meta, fmt="html", max_rows=shown))
+    if st.sensitivity is not None:
+        head, rows = _sensitivity_table(st)
+        P.append("<h2>Sensitivity of the front</h2>")
+        P.append(f"<p>{_md_inline(sensitivity_summary(st.sensitivity))}. {escape(SENSITIVITY_NOTE)}</p>")
+        P.append(_html_table(head, rows))
     P.append("<h2>Constraints</h2>")
     if len(st.rejections):
         head = _REJ_HEAD + (["not evaluated"] if st.rejections["nan"].any() else [])

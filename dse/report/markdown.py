@@ -11,11 +11,15 @@ from dse.report.sections import (
     _constraint_rows,
     _objective_rows,
     _rejection_rows,
+    _sensitivity_table,
     _settings_lines,
     _space_rows,
+    _split_lines,
     _tiles_lines,
 )
 from dse.report.convergence import summary
+from dse.report.sensitivity import NOTE as SENSITIVITY_NOTE
+from dse.report.sensitivity import summary as sensitivity_summary
 from dse.report.view import REPORT_HTML, _Study, _distinct, _distinct_note, _pct
 from dse.study.results import format_table
 
@@ -40,7 +44,7 @@ def _md(st: _Study, top: int) -> str:
           f"- Pareto front (all objectives): **{len(st.front)}** designs{_distinct_note(st)}"]
     if st.convergence is not None:
         L += [f"- {summary(st.convergence)}"]
-    L += [f"- {line}" for line in _tiles_lines(meta)] + [""]
+    L += [f"- {line}" for line in _tiles_lines(meta) + _split_lines(meta)] + [""]
     L += ["## What the front says" if st.n_feasible else "## Why nothing is feasible", ""]
     L += [" ".join(_findings(st)), ""]
     if len(st.front):
@@ -49,6 +53,11 @@ def _md(st: _Study, top: int) -> str:
         L += [f"## Pareto front (best {min(top, len(fr))} of {len(fr)} distinct designs by {first})", "",
               format_table(fr, meta, fmt="markdown", max_rows=top), "",
               "The whole front is in `pareto.csv`; every trial in `trials.csv` / `trials.parquet`.", ""]
+    if st.sensitivity is not None:
+        head, rows = _sensitivity_table(st)
+        L += ["## Sensitivity of the front", "",
+              f"{sensitivity_summary(st.sensitivity)}. " + SENSITIVITY_NOTE, "",
+              _md_table(head, rows), ""]
     L += ["## Constraints", ""]
     if len(st.rejections):
         head = _REJ_HEAD + (["not evaluated"] if st.rejections["nan"].any() else [])

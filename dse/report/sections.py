@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dse.report.sensitivity import table_rows
 from dse.report.view import _Study, _as_number, _pct, _to_float
 from dse.study.results import format_value
 
@@ -72,6 +73,19 @@ def _constraint_rows(meta: Mapping) -> list[list[str]]:
         ptxt = ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, Mapping) else str(params)
         rows.append([str(c["name"]), str(c.get("unit") or ""), ptxt])
     return rows
+
+
+def _sensitivity_table(st: _Study) -> tuple[list[str], list[list[str]]]:
+    """The front's sensitivity table (dse.report.sensitivity), a parameter's one value on the front in its unit."""
+    units = {str(s.get("name")): s.get("unit") or "" for s in st.meta.get("space") or [] if isinstance(s, Mapping)}
+    return table_rows(st.sensitivity, st.objectives, lambda p, v: format_value(v, units.get(p)))
+
+
+def _split_lines(meta: Mapping) -> list[str]:
+    """What the CP-SAT split's evaluator search did (meta['split'], dse.study.cpsat): the answer against the split
+    model's own optimum."""
+    sp = meta.get("split")
+    return [f"CP-SAT split: {sp['summary']}"] if isinstance(sp, Mapping) and sp.get("summary") else []
 
 
 def _tiles_lines(meta: Mapping) -> list[str]:

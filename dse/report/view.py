@@ -39,6 +39,7 @@ class _Study:
     rejections: pd.DataFrame
     plots: list[tuple[str, str]] = field(default_factory=list)  # (relative path, caption)
     convergence: Any = None  # dse.report.convergence.Convergence (None: fewer than 2 objectives, nothing feasible)
+    sensitivity: Any = None  # dse.report.sensitivity's table (None: fewer than MIN_DESIGNS distinct front designs)
 
     @property
     def n(self) -> int:
@@ -59,11 +60,13 @@ def _study(table: pd.DataFrame, meta: Mapping, catalog: pd.DataFrame | None) -> 
     params = [c for c in t.columns if isinstance(c, str) and c.startswith("p.")]
     cat = catalog if catalog is not None and len(catalog) else None
     from dse.report.convergence import convergence
+    from dse.report.sensitivity import sensitivity
 
     dirs = objective_directions(meta)
+    fr = front(t, meta)
     return _Study(t=t, meta=meta, catalog=cat, objectives=names, directions=dirs,
-                  units=units, params=params, front=front(t, meta), rejections=constraint_rejections(t, meta),
-                  convergence=convergence(t, names, dirs))
+                  units=units, params=params, front=fr, rejections=constraint_rejections(t, meta),
+                  convergence=convergence(t, names, dirs), sensitivity=sensitivity(fr, params, names))
 
 
 def _num(s: pd.Series) -> np.ndarray:

@@ -40,10 +40,17 @@ evaluator and dse.technology, probed once, so the model follows those modules):
                    join's peak power; with them it is an upper bound of it.
     fits_memory    s C_stack >= resident bytes (the largest of the mix)
 
-The chosen design is re-evaluated by the join (:func:`dse.evaluate.evaluate_design`): the result reports
-the join's time, peak power and die area (``time_s``, ``power_w``, ``die_area_mm2``) beside the model's
-(``model_time_s``, ``model_power_w``), and the join's tdp constraint and clock ratio in ``info``; a choice
-the join finds over the TDP is a SolverError (the model and the evaluator disagree).
+The split model is a surrogate: its roofline time T at the peak clock is a lower bound of the evaluator's time
+(the evaluator adds wave quantization, launches, overheads, and slows an operator over its power ceiling),
+and its tdp limit refuses designs that the evaluator throttles instead. The answer is the evaluator's optimum
+over the space (:func:`solve_split`): CP-SAT's surrogate optimum is the first design to beat; CP-SAT then
+enumerates every design of the relaxation (no tdp limit) whose T is at most the best evaluated time, and the
+evaluator (the join, or a study's own objective and constraints) re-evaluates them all; no design left out can
+beat the answer, since its T, a lower bound of its evaluator time, is already above it. The result reports the
+evaluator's time, peak power and die area (``time_s``, ``power_w``, ``die_area_mm2``) beside the model's
+(``model_time_s``, ``model_power_w``), and in ``info`` the surrogate's design with its evaluator time and
+``surrogate_gap`` (how much slower by the evaluator it is than the answer), ``model_gap`` (evaluator /
+model time of the answer, - 1) and how many designs were re-evaluated.
 
 Formulation (CP-SAT; data -> model -> variables -> constraints -> objective -> solve -> extract): the units,
 the stacks, the clock and the (b, l) pair are one-hot booleans; the product uphys x [b] is an integer
@@ -63,7 +70,8 @@ load); OPTIMAL and FEASIBLE accepted.
 
 :func:`split_grid` enumerates every combination with numpy over the same data, with the die area, the
 shoreline and the constraint values from dse.model.area.package_area and the ``constraints/`` modules
-themselves, and the join's metrics of every design: it is the test oracle.
+themselves, and the join's metrics of every design: the test oracle of the surrogate (``best``) and of the
+answer (``join_best``, the evaluator's grid optimum).
 """
 
 from __future__ import annotations
@@ -85,9 +93,11 @@ from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_
 from dse.solvers.cpsat_common import (DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int,
                                       wall_limit_error)
 from dse.space import ChoiceParam, DesignSpace, IntParam
+from dse.units import format_quantity
 from dse.workload import Workload
 
-__all__ = ["SPLIT_PARAMS", "SplitData", "SplitChoice", "split_data", "solve_split", "split_grid", "CONSTRAINTS"]
+__all__ = ["SPLIT_PARAMS", "SplitData", "SplitChoice", "split_data", "solve_split", "split_grid", "join_evaluator",
+           "CONSTRAINTS"]
 
 #: The decisions, by the chip's dotted names.
 SPLIT_PARAMS = ("units", "local_buffer", "l2", "hbm.stacks", "clock")
@@ -99,6 +109,11 @@ POWER_BITS = 20     # the power left beside static power (TDP - static) is 2^20 
 #: CP-SAT's presolve stays off for this model: with it (OR-Tools 9.x) the a100-70b-decode space returned OPTIMAL
 #: for a design 33% slower than a feasible one the same model accepts when fixed (tests/solvers/test_cpsat_split.py)
 PRESOLVE = False
+#: The most designs one round of the evaluator's search re-evaluates (a count: the same answer on any machine)
+MAX_CANDIDATES = 4096
+#: AREA_UNITs the relaxation widens the reticle and the shoreline by (0.01 mm^2): far above the integer rounding
+#: of the model's die area (1e-6 mm^2 per term), so no design the evaluator's area model admits is cut off
+AREA_SLACK = 10_000
 
 
 # ------------------------------------------------------------------ data
@@ -338,14 +353,17 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
 
 @dataclass(frozen=True)
 class SplitChoice:
-    """The chosen die and what the join says it costs.
+    """The chosen die and what the evaluator says it costs.
 
-    ``time_s``, ``power_w`` and ``die_area_mm2`` are the join's (:func:`dse.evaluate.evaluate_design` on the
-    chosen design: the mix's time, its peak power ``peak_power_w`` and the die area), the figures every other
-    solver reports; ``model_time_s`` and ``model_power_w`` are the split model's (the roofline mix time and
-    the peak power at the peak clock, CP-SAT's integer objective scaled back for the time). ``info`` holds the
-    join's clock ratio and tdp constraint value (``join_tdp_w``: peak_power_w - tdp, <= 0), the solve's
-    statistics and the deterministic time used.
+    ``time_s``, ``power_w`` and ``die_area_mm2`` are the evaluator's (by default the join,
+    :func:`dse.evaluate.evaluate_design` on the chosen design: the mix's time, its peak power ``peak_power_w``
+    and the die area; a study's evaluator gives its objective as ``time_s``), the figures every other solver
+    reports; ``model_time_s`` and ``model_power_w`` are the split model's (the roofline mix time and the peak
+    power at the peak clock) of the same design. ``info``: the surrogate's design (``surrogate``: its params,
+    model and evaluator times, status), ``surrogate_gap`` (its evaluator time over the answer's, - 1),
+    ``model_gap`` (the answer's evaluator time over its model time, - 1), ``candidates`` (designs the
+    enumeration returned), ``evaluated``, ``bound_s`` (every design left out has a model time above it), the
+    answer's ``clock_ratio`` and the CP-SAT deterministic time used.
     """
 
     units: int
@@ -387,10 +405,14 @@ def design_chips(d: SplitData, iu, ib, il, is_, if_) -> Chips:
 class _SplitModel:
     """data -> model -> variables -> constraints -> objective (see the module doc)."""
 
-    def __init__(self, d: SplitData):
+    def __init__(self, d: SplitData, limits: Sequence[str] = CONSTRAINTS, area_slack: int = 0):
+        """``limits``: the limits the model has (all of CONSTRAINTS: the surrogate; the relaxation of the
+        evaluator's search leaves tdp out, see :func:`solve_split`); ``area_slack``: AREA_UNITs the reticle and
+        the shoreline are widened by (a relaxation that covers the integer rounding of the areas)."""
         self.d = d
+        self.area_slack = int(area_slack)
         self.m = cp_model.CpModel()
-        self.limit = {name: self.m.new_bool_var(f"limit[{name}]") for name in CONSTRAINTS}
+        self.limit = {name: self.m.new_bool_var(f"limit[{name}]") for name in CONSTRAINTS if name in limits}
         self._scales()
         self._variables()
         self._objective()
@@ -512,13 +534,17 @@ class _SplitModel:
                     + d.fixed_area, AREA_UNIT, "up") + 1
         self.area = m.new_int_var(0, hi, "die_area")
         m.add(self.area == area)
-        m.add(self.area <= to_int(d.reticle, AREA_UNIT, "down")).only_enforce_if(lim["reticle"])
-        m.add(self.area >= sum(to_int(a, AREA_UNIT, "up") * x for a, x in zip(d.shore_area, self.x_s))
-              ).only_enforce_if(lim["hbm_shoreline"])
-        if math.isfinite(d.tdp):
+        slack = self.area_slack
+        if "reticle" in lim:
+            m.add(self.area <= to_int(d.reticle, AREA_UNIT, "down") + slack).only_enforce_if(lim["reticle"])
+        if "hbm_shoreline" in lim:
+            m.add(self.area + slack >= sum(to_int(a, AREA_UNIT, "up") * x for a, x in zip(d.shore_area, self.x_s))
+                  ).only_enforce_if(lim["hbm_shoreline"])
+        if math.isfinite(d.tdp) and "tdp" in lim:
             self._tdp()
         # capacity
-        m.add(self.s >= math.ceil(d.resident / d.stack_capacity - 1e-12)).only_enforce_if(lim["fits_memory"])
+        if "fits_memory" in lim:
+            m.add(self.s >= math.ceil(d.resident / d.stack_capacity - 1e-12)).only_enforce_if(lim["fits_memory"])
 
     def _tdp(self):
         """P (t_o - 1) >= sum_ubl [u,b,l] E_o(u, b, l, f) for every operator (and clock f, where the energies
@@ -600,7 +626,7 @@ class _SplitModel:
         solver, status = self.solve(deterministic_s, wall_s, seed)
         by_index = {lit.index: name for name, lit in self.limit.items()}
         core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in by_index]
-        core = core or list(CONSTRAINTS)
+        core = core or list(self.limit)
         probe = self.m.clone()
         probe.clear_objective()
         for name in list(core):
@@ -621,23 +647,129 @@ def _value_index(solver, xs) -> int:
     return next(i for i, x in enumerate(xs) if solver.value(x))
 
 
-def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float | None = None,
-                reticle: float | None = None, deterministic_limit: float = DETERMINISTIC_LIMIT,
-                time_limit_s: float = WALL_LIMIT_S, seed: int = 0) -> SplitChoice:
-    """The die (units, local buffer, L2, HBM stacks, clock) that minimizes the mix's time (CP-SAT).
+def join_limits(d: SplitData, metrics, limits: Sequence[str] = CONSTRAINTS) -> dict[str, np.ndarray]:
+    """The ``constraints/`` modules named in ``limits`` on the join's metrics of designs of ``d`` (<= 0 feasible):
+    reticle at the split's reticle, tdp at the split's TDP (the join's peak power after its own throttling)."""
+    import constraints.fits_memory as c_mem
+    import constraints.hbm_shoreline as c_shore
+    import constraints.reticle as c_reticle
+    import constraints.tdp as c_tdp
 
-    Arguments as :func:`split_data`; ``deterministic_limit`` (CP-SAT deterministic seconds, per solve) is the
-    limit that applies, ``time_limit_s`` the wall-clock safety net (dse.solvers.cpsat_common): a solve it stops
-    before a proof is a SolverError, never another answer. Two solves on
-    one model: the least time, then among designs of that time the smallest die (a unique answer). The
-    chosen design is re-evaluated by the join; the result carries the join's figures (see
-    :class:`SplitChoice`). Raises InfeasibleError naming the conflicting limits when no design of the space
-    satisfies them, SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE, or when the
-    join finds the chosen design over the TDP.
+    terms = {"reticle": lambda m: c_reticle.constraint(m, max=d.reticle),
+             "hbm_shoreline": c_shore.constraint,
+             "tdp": lambda m: c_tdp.constraint(m, max=d.tdp),
+             "fits_memory": c_mem.constraint}
+    return {name: np.asarray(terms[name](metrics), dtype=float) for name in limits}
+
+
+def join_evaluator(d: SplitData, mix, limits: Sequence[str] = CONSTRAINTS):
+    """The evaluator :func:`solve_split` judges designs by when none is given: the join
+    (:func:`dse.evaluate.evaluate_design`) on :func:`design_chips`, the objective its mix time ``time_s``, and
+    feasible where :func:`join_limits` are all <= 0.
+
+    Returns ``evaluate(params) -> (objective, feasible, metrics)``, ``params`` a mapping of SPLIT_PARAMS to
+    (N,) arrays of values of the space.
+    """
+    mix = _mix(mix)
+
+    def evaluate(params):
+        join = evaluate_design(design_chips(d, *indices_of(d, params)), mix)
+        values = list(join_limits(d, join, limits).values())
+        n = len(join["time_s"])
+        feasible = np.all(np.array(values) <= 0, axis=0) if values else np.ones(n, dtype=bool)
+        return np.asarray(join["time_s"], dtype=float), feasible, join
+
+    return evaluate
+
+
+def indices_of(d: SplitData, params) -> tuple[np.ndarray, ...]:
+    """Decision indices (iu, ib, il, is, if) of designs given by their values (SPLIT_PARAMS -> arrays)."""
+    out = []
+    for name, vals in zip(SPLIT_PARAMS, (d.units, d.buffers, d.l2s, d.stacks, d.clocks)):
+        v = np.atleast_1d(np.asarray(params[name], dtype=float))
+        i = np.searchsorted(vals, v)
+        i = np.minimum(i, len(vals) - 1)
+        if not np.all(vals[i] == v):
+            raise SpecError(f"split solver: {name} = {v[vals[i] != v][0]!r} is not a value of the space")
+        out.append(i)
+    return tuple(out)
+
+
+def params_of(d: SplitData, iu, ib, il, is_, if_) -> dict[str, np.ndarray]:
+    """The designs at decision indices as SPLIT_PARAMS -> (N,) values."""
+    return {name: vals[np.atleast_1d(np.asarray(i, dtype=int))] for name, vals, i in
+            zip(SPLIT_PARAMS, (d.units, d.buffers, d.l2s, d.stacks, d.clocks), (iu, ib, il, is_, if_))}
+
+
+class _Enumerate(cp_model.CpSolverSolutionCallback):
+    """Collects the decision indices of every solution, up to ``cap`` (then stops: the round is incomplete)."""
+
+    def __init__(self, sm: "_SplitModel", cap: int):
+        super().__init__()
+        self.sm, self.cap, self.found, self.capped = sm, int(cap), [], False
+
+    def on_solution_callback(self):
+        sm = self.sm
+        if len(self.found) >= self.cap:
+            self.capped = True
+            self.stop_search()
+            return
+        self.found.append((int(self.value(sm.i_u)), _value_index(self, sm.x_b), _value_index(self, sm.x_l),
+                           _value_index(self, sm.x_s), _value_index(self, sm.x_f)))
+
+
+def _bound_int(sm: "_SplitModel", bound_s: float) -> int:
+    """An integer objective every design of model time <= ``bound_s`` (float s) stays within.
+
+    Per operator the model's integer time is at most t_o / q + 2 (two roundings up) and its integer weight at
+    most w_o W + 1/2 (W the weight scale), so the objective is at most (W / q) T + 2 W sum(w) + (1/2q) sum(t_o)
+    + O, and sum(t_o) <= T / min(w).
+    """
+    d, q, ws = sm.d, sm.q, sm.w_scale
+    w = d.weight[d.weight > 0]
+    top = (ws / q) * bound_s + 2 * ws * float(d.weight.sum()) + 0.5 * bound_s / (q * float(w.min())) + len(d.weight)
+    return int(math.floor(top)) + 1
+
+
+def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float | None = None,
+                reticle: float | None = None, evaluate=None, limits: Sequence[str] = CONSTRAINTS,
+                deterministic_limit: float = DETERMINISTIC_LIMIT, time_limit_s: float = WALL_LIMIT_S, seed: int = 0,
+                max_candidates: int = MAX_CANDIDATES) -> SplitChoice:
+    """The die (units, local buffer, L2, HBM stacks, clock) of the space that the evaluator finds fastest.
+
+    Arguments as :func:`split_data`. ``evaluate``: the evaluator that judges the designs,
+    ``evaluate(params) -> (objective, feasible, metrics)`` (see :func:`join_evaluator`, the default; a study
+    passes its own objective and constraints: dse.study.cpsat); its objective must be the mix's time (the
+    split model's roofline time is a lower bound of it, checked on every design it evaluates). ``limits``: the
+    constraints the evaluator imposes (the relaxation below keeps those of them it models, tdp aside).
+
+    Two steps (the module doc):
+
+    1. the surrogate: CP-SAT's optimum of the roofline model at the peak clock under all four limits (two solves:
+       the least time, then the smallest die of that time): a first design to beat;
+    2. the evaluator's optimum: the model's time T(x) is a lower bound of the evaluator's time, so no design
+       with T(x) above the best evaluated time V can beat it. CP-SAT enumerates (solution callback) every design
+       of the relaxation -- the model without the tdp limit (the evaluator throttles a design over its TDP
+       instead of refusing it) and with the reticle and the shoreline widened by AREA_SLACK -- whose T(x) is at
+       most V, and the evaluator re-evaluates them all in one call; the best feasible by the evaluator is the
+       answer (ties: the smallest die, then the first in the space's order). Where the surrogate has no
+       feasible design the bound starts at the relaxation's least time x 1.05 and grows until the evaluator
+       finds one.
+
+    ``status`` is OPTIMAL when that enumeration was complete (so the answer is the evaluator's optimum over the
+    space), FEASIBLE when ``max_candidates`` designs or the deterministic limit cut a round short.
+    ``deterministic_limit`` (CP-SAT deterministic seconds, per solve) is the limit that applies,
+    ``time_limit_s`` the wall-clock safety net (dse.solvers.cpsat_common): a solve it stops before a proof is a
+    SolverError, never another answer. Raises InfeasibleError naming the conflicting limits when no design of
+    the space is feasible, SolverError on a CP-SAT status other than OPTIMAL / FEASIBLE / INFEASIBLE, or when
+    the evaluator's time falls below the model's (the model is then no bound; a formula of dse.model changed).
     """
     start = time.perf_counter()
     mix = _mix(workloads)
     d = split_data(base, mix, space, tdp=tdp, reticle=reticle)
+    limits = tuple(n for n in CONSTRAINTS if n in tuple(limits))
+    if evaluate is None:
+        evaluate = join_evaluator(d, mix, limits)
     sm = _SplitModel(d)
 
     def wall_left() -> float:
@@ -648,52 +780,166 @@ def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float
         if status not in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID") and wall_left() <= 0:
             raise wall_limit_error(f"split solver ({what})", time_limit_s, deterministic_limit)
 
+    # ---- 1. the surrogate: the roofline model's optimum (all four limits, the peak clock held)
     solver, status = sm.solve(deterministic_limit, wall_left(), seed)
     wall_check(status, "the least time")
+    det = solver.deterministic_time
+    statuses = [status]
+    surrogate, conflict = None, None
     if status == "INFEASIBLE":
-        names = sm.conflict(deterministic_limit, wall_left(), seed)
+        conflict = sm.conflict(deterministic_limit, wall_left(), seed)
         wall_check("UNKNOWN", "the conflicting limits")  # a probe cut short could change the names
-        raise InfeasibleError(_infeasible_message(d, names))
-    if status not in ("OPTIMAL", "FEASIBLE"):
+    elif status not in ("OPTIMAL", "FEASIBLE"):
         raise SolverError(f"split solver: CP-SAT returned {status}"
                           + (f" (the deterministic limit of {deterministic_limit:g} CP-SAT deterministic seconds ran "
                              f"out before a solution)" if status == "UNKNOWN" else "")
                           + (f" ({sm.m.validate()})" if status == "MODEL_INVALID" else ""))
-    best = int(solver.value(sm.objective))
-    bound = solver.best_objective_bound
-    det, wall = solver.deterministic_time, solver.wall_time
-    statuses = [status]
-    # the tie-break: among designs of that time, the smallest die (then the first in the space's order)
-    sm.m.add(sm.objective <= best)
-    sm.m.minimize(sm.tie_key())
-    tie, tie_status = sm.solve(deterministic_limit, wall_left(), seed)
-    wall_check(tie_status, "the smallest die of the least time")
-    statuses.append(tie_status)
-    if tie_status in ("OPTIMAL", "FEASIBLE"):
-        solver = tie
-        det, wall = det + tie.deterministic_time, wall + tie.wall_time
-    idx = (int(solver.value(sm.i_u)), _value_index(solver, sm.x_b), _value_index(solver, sm.x_l),
-           _value_index(solver, sm.x_s), _value_index(solver, sm.x_f))
-    iu, ib, il, is_, if_ = idx
-    # ---- the join on the chosen design (the figures every other solver reports)
-    join = evaluate_design(design_chips(d, *idx), mix)
-    peak, limit_w = float(join["peak_power_w"][0]), float(join["tdp"][0])
-    if math.isfinite(d.tdp) and peak > d.tdp * (1 + 1e-9):
-        raise SolverError(f"split solver: the join puts the chosen design's peak power at {peak:.1f} W, over the "
-                          f"TDP of {d.tdp:.1f} W that the split model meets; did a formula of dse.model change?")
-    final = "OPTIMAL" if all(x == "OPTIMAL" for x in statuses) else "FEASIBLE"
+    else:
+        best = int(solver.value(sm.objective))
+        bound = solver.best_objective_bound
+        # the tie-break: among designs of that time, the smallest die (then the first in the space's order)
+        sm.m.add(sm.objective <= best)
+        sm.m.minimize(sm.tie_key())
+        tie, tie_status = sm.solve(deterministic_limit, wall_left(), seed)
+        wall_check(tie_status, "the smallest die of the least time")
+        statuses.append(tie_status)
+        if tie_status in ("OPTIMAL", "FEASIBLE"):
+            solver = tie
+            det += tie.deterministic_time
+        surrogate = {"index": (int(solver.value(sm.i_u)), _value_index(solver, sm.x_b), _value_index(solver, sm.x_l),
+                               _value_index(solver, sm.x_s), _value_index(solver, sm.x_f)),
+                     "status": "OPTIMAL" if all(x == "OPTIMAL" for x in statuses) else "FEASIBLE",
+                     "model_objective_s": best * sm.q / sm.w_scale, "model_bound_s": bound * sm.q / sm.w_scale}
+
+    # ---- 2. the evaluator's optimum: every design whose model time is within the best evaluated time
+    seen: dict[tuple, tuple[float, bool, float]] = {}  # index -> (objective, feasible, die area)
+    least: dict[str, float] = {}  # limit -> the least value (<= 0 feasible) among the evaluated designs
+
+    def judge(idx: list[tuple]) -> None:
+        new = [i for i in dict.fromkeys(idx) if i not in seen]
+        if not new:
+            return
+        cols = tuple(np.array(c, dtype=int) for c in zip(*new))
+        obj, ok, m = evaluate(params_of(d, *cols))
+        obj, ok = np.asarray(obj, dtype=float), np.asarray(ok, dtype=bool)
+        lower = d.time_of(*cols)
+        low = np.isfinite(obj) & (obj < lower * (1 - 1e-9))
+        if low.any():
+            k = int(np.argmax(low))
+            raise SolverError(f"split solver: the evaluator's objective of {params_of(d, *(c[k:k + 1] for c in cols))} "
+                              f"is {obj[k]:.6g}, below the split model's time {lower[k]:.6g} s: the model is no "
+                              f"lower bound of it (is the objective the mix's time? did a formula of dse.model change?)")
+        area = np.asarray(m["die_area_mm2"], dtype=float)
+        for name, v in join_limits(d, m, limits).items():  # for the message, should nothing be feasible
+            least[name] = min(least.get(name, math.inf), float(np.nanmin(v)) if np.isfinite(v).any() else math.inf)
+        for j, i in enumerate(new):
+            seen[i] = (float(obj[j]), bool(ok[j]) and bool(np.isfinite(obj[j])), float(area[j]))
+
+    shape = (len(d.units), len(d.buffers), len(d.l2s), len(d.stacks), len(d.clocks))
+
+    def incumbent():
+        ok = [(v, a, int(np.ravel_multi_index(i, shape)), i) for i, (v, f, a) in seen.items() if f]
+        return min(ok)[3] if ok else None
+
+    relaxed_limits = tuple(n for n in limits if n != "tdp")
+    rounds, candidates, proven, bound_s = 0, 0, False, math.inf
+    if surrogate is not None:
+        judge([surrogate["index"]])
+    inc = incumbent()
+    if inc is not None:
+        bound_s = seen[inc][0]
+    else:  # no design known feasible: start from the relaxation's least time
+        r = _SplitModel(d, limits=relaxed_limits, area_slack=AREA_SLACK)
+        rs, rstatus = r.solve(deterministic_limit, wall_left(), seed)
+        wall_check(rstatus, "the relaxation's least time")
+        det += rs.deterministic_time
+        if rstatus == "INFEASIBLE":
+            names = r.conflict(deterministic_limit, wall_left(), seed)
+            wall_check("UNKNOWN", "the conflicting limits")
+            raise InfeasibleError(_infeasible_message(d, names))
+        if rstatus not in ("OPTIMAL", "FEASIBLE"):
+            raise SolverError(f"split solver: CP-SAT returned {rstatus} on the relaxation of the split model")
+        bound_s = float(rs.value(r.objective)) * r.q / r.w_scale * 1.05
+    top_s = float(np.dot(d.weight, sm.t_hi)) * sm.q  # above every design's model time
+    while True:
+        rounds += 1
+        r = _SplitModel(d, limits=relaxed_limits, area_slack=AREA_SLACK)
+        r.m.clear_objective()
+        if math.isfinite(bound_s):
+            r.m.add(r.objective <= _bound_int(r, bound_s))
+        enum = new_solver(deterministic_s=deterministic_limit, wall_s=wall_left(), seed=seed, presolve=PRESOLVE)
+        enum.parameters.enumerate_all_solutions = True
+        cb = _Enumerate(r, max_candidates)
+        estatus = status_name(enum.solve(r.m, cb))
+        wall_check(estatus, "the designs within the bound")
+        det += enum.deterministic_time
+        complete = estatus in ("OPTIMAL", "INFEASIBLE") and not cb.capped
+        candidates += len(cb.found)
+        judge(cb.found)
+        inc = incumbent()
+        if inc is not None and seen[inc][0] <= bound_s:
+            proven = complete  # every design outside has a model time, so an evaluator time, above the answer's
+            break
+        if not complete or not math.isfinite(bound_s):
+            break
+        grown = bound_s * 4 if bound_s * 4 < top_s else math.inf
+        bound_s = min(seen[inc][0], grown) if inc is not None else grown
+    if inc is None:
+        if complete and not math.isfinite(bound_s):
+            raise InfeasibleError(_evaluator_infeasible_message(d, least, len(seen)))
+        raise SolverError(f"split solver: no design the evaluator finds feasible among the {len(seen):,} it evaluated "
+                          f"before the limit of {max_candidates:,} candidates or {deterministic_limit:g} deterministic "
+                          f"seconds per round")
+
+    # ---- the answer, with the evaluator's figures, and the surrogate beside it
+    iu, ib, il, is_, if_ = inc
+    obj, _, m = evaluate(params_of(d, *inc))
+    value = float(obj[0])
+    sur = None
+    if surrogate is not None:
+        si = surrogate["index"]
+        sv, sok, _ = seen[si]
+        sur = {"params": {k: float(v[0]) for k, v in params_of(d, *si).items()}, "status": surrogate["status"],
+               "model_time_s": float(d.time_of(*si)), "time_s": sv, "feasible": sok,
+               "gap": sv / value - 1 if sok else math.nan}
+    model_t = float(d.time_of(iu, ib, il, is_, if_))
     return SplitChoice(
         units=int(d.units[iu]), local_buffer=float(d.buffers[ib]), l2=float(d.l2s[il]), hbm_stacks=int(d.stacks[is_]),
-        clock=float(d.clocks[if_]), time_s=float(join["time_s"][0]),
-        model_time_s=best * sm.q / sm.w_scale, die_area_mm2=float(join["die_area_mm2"][0]), power_w=peak,
-        status=final, solve_time_s=time.perf_counter() - start,
+        clock=float(d.clocks[if_]), time_s=value, model_time_s=model_t,
+        die_area_mm2=float(np.asarray(m["die_area_mm2"])[0]), power_w=float(np.asarray(m["peak_power_w"])[0]),
+        status="OPTIMAL" if proven else "FEASIBLE", solve_time_s=time.perf_counter() - start,
         model_power_w=float(d.power(iu, ib, il, is_, if_)),
-        info={"wall_time_s": wall, "deterministic_time": det, "statuses": tuple(statuses), "time_unit_s": sm.q,
-              "bound_s": bound * sm.q / sm.w_scale,
-              "designs": sm.designs, "join_clock_ratio": float(join["clock_ratio"][0]),
-              "join_tdp_w": peak - limit_w if math.isfinite(limit_w) else 0.0,
-              "model_float_time_s": float(d.time_of(iu, ib, il, is_, if_))},
+        info={"deterministic_time": det, "statuses": tuple(statuses), "time_unit_s": sm.q,
+              "designs": sm.designs, "candidates": candidates, "evaluated": len(seen), "rounds": rounds,
+              "bound_s": bound_s, "surrogate": sur, "surrogate_conflict": tuple(conflict) if conflict else (),
+              "surrogate_gap": sur["gap"] if sur else math.nan,
+              "model_gap": value / model_t - 1,
+              "clock_ratio": float(np.asarray(m["clock_ratio"])[0]) if "clock_ratio" in m else math.nan},
     )
+
+
+def _evaluator_infeasible_message(d: SplitData, least: Mapping[str, float], n: int) -> str:
+    """No design the evaluator finds feasible, after it re-evaluated all ``n`` within the relaxation: each limit
+    that rejects every one of them alone, with the best any of them does against it (the evaluator's figures)."""
+    alone = [k for k, v in least.items() if v > 0] or [k for k, v in least.items() if math.isfinite(v)]
+    what = (f"the {alone[0]} limit" if len(alone) == 1 else ", ".join(alone[:-1]) + f" and {alone[-1]} together")
+    parts = []
+    for k in alone:
+        v = least[k]
+        if k == "tdp":
+            parts.append(f"tdp: the least peak power of them, after the evaluator's throttling, is "
+                         f"{format_quantity(v + d.tdp, 'power')}, the TDP {format_quantity(d.tdp, 'power')}")
+        elif k == "reticle":
+            parts.append(f"reticle: the smallest die of them is {format_quantity(v + d.reticle, 'area')}, the reticle "
+                         f"{format_quantity(d.reticle, 'area')}")
+        elif k == "hbm_shoreline":
+            parts.append(f"hbm_shoreline: at best {v:g} stacks over what the die's edges hold")
+        elif k == "fits_memory":
+            parts.append(f"fits_memory: at best {format_quantity(v, 'bytes')} short of the capacity needed")
+        else:
+            parts.append(f"{k}: at best {v:g} over its limit")
+    return (f"no design in the space satisfies {what} by the evaluator (it re-evaluated all {n:,} designs within the "
+            f"split model's other limits): " + "; ".join(parts))
 
 
 def _infeasible_message(d: SplitData, names: Sequence[str]) -> str:
@@ -732,7 +978,10 @@ def split_grid(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     constraint values from the ``constraints/`` modules (reticle, hbm_shoreline, tdp, fits_memory), and the
     join's metrics of every design (``join``: time_s, peak_power_w, die_area_mm2, clock_ratio). ``best`` is
     the index of the design the split solver must choose (the least model time, then the smallest die, then
-    the first in the space's order, by the model's own integers), or None; ``time_s`` the join's time.
+    the first in the space's order, by the model's own integers): the surrogate's optimum, or None; ``time_s``
+    the join's time. ``join_feasible`` / ``join_constraints``: the constraint modules on the join's own metrics
+    (:func:`join_limits`), ``join_best``: the evaluator's optimum (the least join time among those, then the
+    smallest die, then the first in the space's order), the design :func:`solve_split` must return.
     """
     import constraints.fits_memory as c_mem
     import constraints.hbm_shoreline as c_shore
@@ -765,7 +1014,17 @@ def split_grid(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         least = min(objective[cand])
         cand = cand[objective[cand] == least]
         best = int(cand[np.argmin(key[cand])])
+    # the evaluator's grid: the join's time, feasible by the constraint modules on the join's own metrics
+    joined = join_limits(d, join)
+    join_ok = np.all([v <= 0 for v in joined.values()], axis=0) & np.isfinite(np.asarray(join["time_s"], dtype=float))
+    join_best = None
+    if join_ok.any():
+        cand = np.flatnonzero(join_ok)
+        jt = np.asarray(join["time_s"], dtype=float)
+        order = np.lexsort((cand, np.asarray(join["die_area_mm2"], dtype=float)[cand], jt[cand]))
+        join_best = int(cand[order[0]])
     return {"time_s": np.asarray(join["time_s"]), "model_time_s": t, "feasible": feasible, "constraints": values,
+            "join_feasible": join_ok, "join_constraints": joined, "join_best": join_best,
             "die_area_mm2": pa.die_area_mm2, "model_die_area_mm2": d.die_area(iu, ib, il, is_),
             "model_power_w": model_power, "join": join, "index": (iu, ib, il, is_, if_),
             "params": {"units": d.units[iu], "local_buffer": d.buffers[ib], "l2": d.l2s[il],

@@ -117,6 +117,10 @@ _PROPOSAL_HELP = {
     "compare_to": "the design this one is compared with (default: the baseline)",
     "evaluation": "evaluator options of this design, merged over the file's",
     "attention_block": "this design's attention-block settings (`smem_bytes_per_cycle`: a value or `xN`)",
+    "die_area": "the die area the proposal states (`900 mm^2`): `fill` is set so that the area model gives "
+                "that die (the area is the proposal's, what fills it the model's)",
+    "fill": "the on-chip memory that fills a stated `die_area` (a bytes parameter: `l2`, `local_buffer`, "
+            "`register_file`, `accumulator`, `sram.capacity`; default `l2`); not given a value in the same proposal",
     "note": "free text shown with the design",
 }
 
@@ -308,10 +312,11 @@ def _chip() -> list[str]:
         "process": "known nodes: " + ", ".join(f"`{n}`" for n in technology.process_names(aliases=True)),
         "hbm.generation": "one of: " + ", ".join(f"`{g}`" for g in HBM_GENERATIONS),
         "matrix.flops_per_cycle": "keys: any format name of the formats section",
+        "matrix.flops_per_cycle_physical": "keys: any format name; each at least the format's flops_per_cycle",
     })
     out += ["### Chip parameters", "",
             "Every dotted name a design space, an override or `--set` may change "
-            "(`matrix.flops_per_cycle.FORMAT` for any format name: " + ", ".join(f"`{f}`" for f in format_names())
+            "(`matrix.flops_per_cycle.FORMAT` and `matrix.flops_per_cycle_physical.FORMAT` for any format name: " + ", ".join(f"`{f}`" for f in format_names())
             + "):", "",
             ", ".join(f"`{p}`" for p in sorted(set(parameter_names()))
                       if not p.startswith("matrix.flops_per_cycle.")), ""]

@@ -784,6 +784,9 @@ def _check_cpsat_split(spec: StudySpec, params, P: _Problems, term_paths) -> Non
         if t.name not in cpsat_split.CONSTRAINTS:
             P.at(where, f"the CP-SAT split (method cpsat_split) models {', '.join(cpsat_split.CONSTRAINTS)}; "
                         f"it cannot take '{t.name}' (use a search method such as nsga2 for it)")
+    if [t.name for t in spec.objectives] not in (["latency_per_token"], ["tpot"]):
+        P.at(("objectives",), f"the CP-SAT split minimizes the workload mix's time: give objectives [tpot] (or its "
+                              f"alias latency_per_token), got {[t.name for t in spec.objectives]}")
     for e in spec.space:
         if e.name not in cpsat_split.SPLIT_PARAMS:
             P.at(("space", e.name), unknown_name("split parameter", e.name, cpsat_split.SPLIT_PARAMS)

@@ -8,8 +8,9 @@ proven optimal (dse.solvers.cpsat_tiles). Writes `tiles.csv`, `report.md`, `repo
 
 `solver: {method: cpsat_split}`: the units, local buffer, L2, HBM stacks and
 clock of one die (the study's space) that minimize the workload mix's time
-under reticle, shoreline, TDP and capacity, proven optimal
-(dse.solvers.cpsat_split). Writes `split.csv` and, for the chosen die evaluated as any study's design,
+under reticle, shoreline, TDP and capacity: the study's own evaluator's
+optimum over the space (its objective and constraints on every design that
+CP-SAT's roofline bound cannot rule out), proven (dse.solvers.cpsat_split). Writes `split.csv` and, for the chosen die evaluated as any study's design,
 the results and reports every study writes (trials, pareto.csv, catalog.csv, report.md, report.html,
 plots/*.png).
 """
@@ -29,7 +30,8 @@ from dse.hardware import Chips, load_chip, with_overrides
 from dse.report.exact import write_tiles_report
 from dse.solvers.cpsat_split import solve_split
 from dse.solvers.cpsat_tiles import solve_workload_tiles
-from dse.study.problem import MetricsLog, catalog_points, design_space, group_workloads, make_problem, results_table
+from dse.study.problem import (MetricsLog, catalog_points, design_space, evaluate_points, group_workloads,
+                               make_problem, results_table)
 from dse.units import format_quantity
 
 
@@ -74,7 +76,7 @@ def run_tiles(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
 
 
 def run_split(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
-    """The proven-optimal resource split of one die for the study's workload mix."""
+    """The resource split of one die for the study's workload mix: the study evaluator's optimum over the space."""
     t0 = time.perf_counter()
 
     tdp = next((t.params.get("max") for t in spec.constraints if t.name == "tdp"), None)
@@ -83,17 +85,65 @@ def run_split(spec, out_dir: Path, write: bool = True) -> pd.DataFrame:
     if unknown:
         raise SpecError(f"{spec.path}: the CP-SAT split models reticle, hbm_shoreline, tdp and fits_memory; "
                         f"it cannot take {', '.join(unknown)} (use an Optuna method for those)")
-    choice = solve_split(spec.base, _workloads(spec), design_space(spec), tdp=tdp, reticle=reticle,
-                         seed=spec.solver.seed)
+    space = design_space(spec)
+    choice = solve_split(spec.base, _workloads(spec), space, tdp=tdp, reticle=reticle, seed=spec.solver.seed,
+                         evaluate=study_evaluator(spec, space.names), limits=[t.name for t in spec.constraints])
+    sur = choice.info.get("surrogate") or {}
     table = pd.DataFrame([{**{f"p.{k}": v for k, v in choice.params.items()}, "time_s": choice.time_s,
-                           "die_area_mm2": choice.die_area_mm2, "power_w": choice.power_w,
-                           "status": choice.status, "designs": choice.info.get("designs"),
+                           "model_time_s": choice.model_time_s, "die_area_mm2": choice.die_area_mm2,
+                           "power_w": choice.power_w, "status": choice.status, "designs": choice.info.get("designs"),
+                           "evaluated": choice.info.get("evaluated"),
+                           **{f"surrogate.p.{k}": sur.get("params", {}).get(k, np.nan) for k in choice.params},
+                           "surrogate.time_s": sur.get("time_s", np.nan),
+                           "surrogate.model_time_s": sur.get("model_time_s", np.nan),
+                           "surrogate_gap": choice.info.get("surrogate_gap", np.nan),
                            "solve_s": choice.solve_time_s}])
     if write:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(out_dir / "split.csv", table.to_csv(index=False))
         _write_split_report(spec, out_dir, choice, time.perf_counter() - t0)
     return table
+
+
+def split_summary(choice) -> str:
+    """One line: the evaluator's answer against the split model's own optimum (the surrogate)."""
+    info = choice.info
+    sur = info.get("surrogate")
+    head = (f"the evaluator re-evaluated {info.get('evaluated', 0):,} designs whose roofline time is within the best "
+            f"found ({'proven optimal' if choice.status == 'OPTIMAL' else 'not proven'}): "
+            f"{format_quantity(choice.time_s, 'time')} (model {format_quantity(choice.model_time_s, 'time')})")
+    if not sur:
+        return head + "; the split model had no design holding the peak clock within the limits"
+    if sur["params"] == {k: float(v) for k, v in choice.params.items()}:
+        return head + "; the split model's own optimum is the same design"
+    diff = ", ".join(f"{k} {_value(k, sur['params'][k])} -> {_value(k, v)}" for k, v in choice.params.items()
+                     if float(v) != sur["params"][k])
+    return (head + f"; the split model's own optimum ({diff}) takes {format_quantity(sur['time_s'], 'time')} by the "
+            f"evaluator, {info['surrogate_gap']:+.2%}")
+
+
+def _value(name: str, v: float) -> str:
+    kind = {"local_buffer": "bytes", "l2": "bytes", "clock": "frequency"}.get(name)
+    return format_quantity(v, kind) if kind else f"{v:g}"
+
+
+def study_evaluator(spec, names):
+    """The study's own judgement of split designs, for :func:`dse.solvers.cpsat_split.solve_split`: every design
+    evaluated as the study's designs are (:func:`dse.study.problem.evaluate_points`: its base chip with its
+    overrides), its (one) objective, feasible where every one of its constraints is <= 0. ``names``: the
+    space's parameters (the others stay at the base chip's values)."""
+    if len(spec.objectives) != 1:
+        raise SpecError(f"{spec.path}: the CP-SAT split minimizes one objective, the mix's time; the study has "
+                        f"{len(spec.objectives)}")
+    objective = spec.objectives[0]
+
+    def evaluate(params):
+        m = evaluate_points(spec, {n: np.asarray(params[n]) for n in names})
+        F = np.asarray(objective(m), dtype=float)
+        G = np.column_stack([t(m) for t in spec.constraints]) if spec.constraints else np.zeros((len(F), 0))
+        return F, np.all(G <= 0, axis=1), m
+
+    return evaluate
 
 
 def _write_split_report(spec, out_dir: Path, choice, elapsed: float) -> None:
@@ -118,12 +168,23 @@ def _write_split_report(spec, out_dir: Path, choice, elapsed: float) -> None:
     designs = choice.info.get("designs")
     message = (f"CP-SAT: status {choice.status} over {designs:,} designs in "
                f"{format_quantity(choice.solve_time_s, 'time')}" if designs else f"CP-SAT: status {choice.status}")
+    message += "; " + split_summary(choice)
+    split = {"summary": split_summary(choice), "time_s": choice.time_s, "model_time_s": choice.model_time_s,
+             "evaluated": choice.info.get("evaluated"), "surrogate": choice.info.get("surrogate"),
+             "surrogate_gap": choice.info.get("surrogate_gap"), "model_gap": choice.info.get("model_gap")}
     result = SimpleNamespace(table=found, n_evaluated=1, n_feasible=int(ok), status=choice.status.lower(),
                              message=message, info={})
     table = results_table(spec, result, problem, log)
     meta = meta_of(spec, problem, result, elapsed)
+    sur = choice.info.get("surrogate") or {}
     meta["solver"] = {"method": "cpsat_split", "status": choice.status, "designs": designs,
+                      "evaluated": choice.info.get("evaluated"),
+                      "surrogate": ", ".join(f"{k} {_value(k, v)}" for k, v in sur.get("params", {}).items()) or None,
+                      "surrogate time": format_quantity(sur["time_s"], "time") if sur else None,
+                      "surrogate gap": f"{choice.info['surrogate_gap']:+.2%}" if sur else None,
+                      "model time": format_quantity(choice.model_time_s, "time"),
                       "solve time": format_quantity(choice.solve_time_s, "time"), "seed": spec.solver.seed}
+    meta["split"] = split
     cat = catalog_points(spec)
     write_results(out_dir, table, meta, cat)
     write_reports(out_dir, table, meta, cat)

@@ -12,6 +12,7 @@ A proposals file (YAML; `dse whatif FILE`, :func:`run_whatif`)::
       h200: {chip: h200-sxm}                               # another chip: a device comparison
       rom: {evaluation: {weights_in_rom: true}}            # an evaluator option (seed 004 §4.7.3)
       h200-vs-h100: {chip: h200-sxm, compare_to: hbm3e-6}  # compare with another proposal
+      die-900: {units: 152, die_area: 900 mm^2, fill: l2}  # a stated die: the L2 that makes it 900 mm^2
     evaluation: {fused_attention: true}                    # options for every design (optional)
     constraints: {tdp: {max: 1000 W}}                      # default: reticle, hbm_shoreline, tdp,
                                                            # power_density, fits_memory
@@ -25,7 +26,12 @@ A proposal's keys are dotted chip parameters plus the reserved ``chip``
 (start from another chip instead of the baseline), ``compare_to`` (the design
 its changes are measured against; default the baseline), ``evaluation``
 (evaluator options merged over the file's), ``attention_block`` (per-design
-``smem_bytes_per_cycle``, a value or "xN") and ``note``.
+``smem_bytes_per_cycle``, a value or "xN"), ``die_area`` with ``fill`` and
+``note``. A proposal that states its die (``die_area: 900 mm^2``) is filled to
+that area by the area model: the on-chip memory named by ``fill`` (default
+``l2``) is solved so the modelled die is the stated one
+(:func:`dse.whatif.spec.fill_to_die_area`); the rest of the design is the
+proposal's overrides, and the note says what the fill came to.
 
 Per workload the result holds, for the baseline and each proposal: the joined
 metrics of :func:`dse.evaluate.evaluate_design` (evaluator + area + cost; the same

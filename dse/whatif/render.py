@@ -99,6 +99,8 @@ def _describe(d: Design) -> str:
     if d.name != BASELINE and d.source != BASELINE:
         parts.append(f"chip {d.source}")
     parts += [f"{k} = {v}" for k, v in d.overrides.items()]
+    if d.die_area is not None:
+        parts.append(f"die_area = {format_quantity(d.die_area, 'area')} (filled with {d.fill[0]})")
     parts += [f"evaluation.{k} = {_option_text(k, v)}" for k, v in d.evaluation.items()]
     parts += [f"attention_block.{k} = {'x' if op == 'x' else ''}{v:g}" for k, (op, v) in d.attention.items()]
     return ", ".join(parts)
@@ -257,6 +259,8 @@ def _as_dict(res) -> dict:
                      "overrides": {k: str(v) for k, v in d.overrides.items()}, "compare_to": d.compare_to,
                      "evaluation": dict(d.evaluation),
                      "attention_block": {k: f"{'x' if op == 'x' else ''}{v:g}" for k, (op, v) in d.attention.items()},
+                     "die_area_mm2": d.die_area,  # stated by the proposal (None: the area model's)
+                     "fill": None if d.fill is None else {"parameter": d.fill[0], "bytes": d.fill[1]},
                      "note": d.note} for d in spec.designs],
         "constraints": [{"name": t.name, "unit": t.unit, "formula": t.formula, "params": dict(t.params)}
                         for t in spec.constraints],

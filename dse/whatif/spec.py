@@ -20,18 +20,19 @@ from typing import Any
 
 from dse import registry
 from dse.errors import SpecError, UnitError, did_you_mean, unknown_name
-from dse.hardware import chip_from_dict, load_chip, param_dimension, with_overrides
+from dse.hardware import Chips, chip_from_dict, load_chip, param_dimension, with_overrides
 from dse.hardware.overrides import bare_number_problems
+from dse.model.area import package_area_for
 from dse.model.evaluator import evaluate_workload
 from dse.precision import get_format
 from dse.spec.problems import Problems as _Problems, strip_location as _strip_location
 from dse.spec.yamlio import load_yaml, locate
-from dse.units import parse_quantity
+from dse.units import format_quantity, parse_quantity
 from dse.workload import build, parse_workload
 
 TOP_KEYS = ("name", "question", "baseline", "proposals", "workloads", "evaluation", "constraints",
             "attention_block", "output")
-PROPOSAL_KEYS = ("chip", "compare_to", "evaluation", "attention_block", "note")
+PROPOSAL_KEYS = ("chip", "compare_to", "evaluation", "attention_block", "die_area", "fill", "note")
 BASELINE = "baseline"
 
 #: the constraints every what-if reports unless the file names its own
@@ -71,6 +72,8 @@ class Design:
     evaluation: Mapping[str, Any] = field(default_factory=dict)  # evaluator options, merged
     attention: Mapping[str, Any] = field(default_factory=dict)  # per-design attention-block settings
     note: str = ""
+    die_area: float | None = None  # mm^2 the proposal states for its die (``die_area``), None if it states none
+    fill: tuple[str, float] | None = None  # the parameter solved for that die area and its value (SI)
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,81 @@ def _chip_and_overrides(body, path: tuple, P: _Problems, base_chip, base_dir, *,
     return chip, source, overrides, reserved
 
 
+#: the default parameter a stated die area is filled with: the last-level cache (the what-if's "a bigger die")
+DEFAULT_FILL = "l2"
+
+
+def die_area_mm2(chip) -> float:
+    """The modelled die area of a chip, as the what-if's evaluation computes it (dse.model.area)."""
+    return float(package_area_for(Chips.from_specs([chip])).die_area_mm2[0])
+
+
+def fill_to_die_area(chip, target_mm2: float, fill: str = DEFAULT_FILL):
+    """``chip`` with ``fill`` (an on-chip memory figure in bytes: ``l2``, ``local_buffer``, ...) set so that the
+    area model gives a die of ``target_mm2``: (chip, value). The proposal states its die; the area model says how
+    much of what it fills the die with fits (issue 16: a 900 mm^2 die is a die of 900 mm^2 however the model's
+    coefficients are refitted). The die area is affine in a memory's bytes, so Newton's step with the slope of
+    the model itself converges at once; the result is checked to 1e-9 relative. SpecError where the area does
+    not grow with ``fill`` or the target is smaller than the design with none of it."""
+    if param_dimension(fill) != "bytes":
+        raise SpecError(f"'{fill}' is not an on-chip memory size (the die area is filled with bytes of "
+                        f"SRAM: l2, local_buffer, register_file, accumulator, sram.capacity)")
+    current = chip.flat().get(fill)
+    v0 = float(current) if isinstance(current, (int, float)) and math.isfinite(current) and current > 0 \
+        else float(2**20)  # unset (or 0): start from 1 MiB
+
+    def area(v: float):
+        c = with_overrides(chip, {fill: float(v)})
+        return c, die_area_mm2(c)
+
+    _, a0 = area(v0)
+    _, a1 = area(2 * v0)
+    slope = (a1 - a0) / v0  # mm^2 per byte
+    if not slope > 0:
+        raise SpecError(f"the modelled die area does not depend on {fill}, so it cannot make a "
+                        f"{target_mm2:g} mm^2 die")
+    v = v0 + (target_mm2 - a0) / slope
+    for _ in range(8):
+        if v < 0:
+            raise SpecError(f"{target_mm2:g} mm^2 is smaller than this design with no {fill} "
+                            f"({a0 - v0 * slope:.1f} mm^2 by the area model)")
+        c, a = area(v)
+        if abs(a - target_mm2) <= 1e-9 * target_mm2:
+            return c, v
+        v += (target_mm2 - a) / slope
+    raise SpecError(f"the area model does not reach {target_mm2:g} mm^2 by changing {fill}")
+
+
+def _die_area(reserved, overrides, chip, path: tuple, P: _Problems):
+    """A proposal's ``die_area`` (with ``fill``): (chip, die_area, (fill, value)), or the chip as it is."""
+    if "die_area" not in reserved:
+        if "fill" in reserved:
+            P.at(path + ("fill",), "'fill' names what fills a stated die_area; give die_area too", key=True)
+        return chip, None, None
+    try:
+        target = parse_quantity(reserved["die_area"], "area")
+    except UnitError as e:
+        P.at(path + ("die_area",), str(e))
+        return chip, None, None
+    if not (math.isfinite(target) and target > 0):
+        P.at(path + ("die_area",), f"expected a die area > 0 (e.g. 900 mm^2), got {reserved['die_area']!r}")
+        return chip, None, None
+    fill = reserved.get("fill", DEFAULT_FILL)
+    if not isinstance(fill, str):
+        P.at(path + ("fill",), f"expected a chip parameter name such as 'l2', got {fill!r}")
+        return chip, None, None
+    if fill in overrides:
+        P.at(path + ("fill",), f"'{fill}' is given a value in this proposal and is also what fills its die_area: "
+                               f"give one or the other")
+        return chip, None, None
+    try:
+        filled, value = fill_to_die_area(chip, target, fill)
+    except SpecError as e:
+        P.extend(path + ("fill",) if "fill" in reserved else path + ("die_area",), e)
+        return chip, None, None
+    return filled, target, (fill, value)
+
+
 def _workloads(section, P: _Problems, file: str) -> list:
     items = section if isinstance(section, list) else [section]
     out, names = [], {}
@@ -356,9 +434,17 @@ def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
                 if r is None or len(P.items) > n_before:
                     continue
                 chip, source, overrides, _ = r
-                implied = _implied_changes(base_chip, chip, overrides) if base_chip is not None else ""
+                chip, stated, fill = _die_area(reserved, overrides, chip, p, P)
+                if len(P.items) > n_before:
+                    continue
+                changed = dict(overrides, **({fill[0]: fill[1]} if fill else {}))
+                implied = _implied_changes(base_chip, chip, changed) if base_chip is not None else ""
+                if fill:
+                    implied = "; ".join(x for x in (
+                        f"{fill[0]} {format_quantity(fill[1], param_dimension(fill[0]))} fills the stated "
+                        f"{stated:g} mm^2 die (area model)", implied) if x)
                 note = "; ".join(x for x in (str(note or ""), implied) if x)
-                designs.append(Design(str(pname), chip, source, overrides, ref, opts, att, note))
+                designs.append(Design(str(pname), chip, source, overrides, ref, opts, att, note, stated, fill))
             known = [BASELINE] + [str(k) for k in props]
             for pname, (ref, p) in compare.items():
                 if ref == pname:

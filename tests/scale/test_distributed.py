@@ -76,9 +76,9 @@ def test_worker_errors_reach_the_user(tmp_path):
     study = small_study(tmp_path, trials=60, batch=30)
     run_study(study, workers=2, storage=storage, out=tmp_path / "o1", write=False)
     other = tmp_path / "other.yaml"
-    other.write_text(study.read_text().replace("objectives: [latency_per_token, energy_per_token, die_area]",
-                                               "objectives: [latency_per_token, die_area]")
-                     .replace("- latency_per_token\n- energy_per_token\n- die_area", "- latency_per_token\n- die_area"))
+    other.write_text(study.read_text().replace("objectives: [tpot, energy_per_token, die_area]",
+                                               "objectives: [tpot, die_area]")
+                     .replace("- tpot\n- energy_per_token\n- die_area", "- tpot\n- die_area"))
     with pytest.raises(SpecError, match="already holds study"):
         run_study(other, trials=120, workers=2, storage=storage, out=tmp_path / "o2", write=False)
 

@@ -366,6 +366,10 @@ def test_cpsat_split_refuses_what_it_cannot_model(tmp_path):
         "  l2.x: 1\n", "  dies: {int: [1, 2]}\n"))
     msg = _refused(p)
     assert f"{p}:{_line_of(p, 'dies:')}:" in msg and "split parameter" in msg, msg
+    # it minimizes the mix's time (the evaluator's optimum rests on the model's time as its lower bound)
+    p = _write(tmp_path, text.replace("objectives: [latency_per_token]", "objectives: [energy_per_token]"))
+    msg = _refused(p)
+    assert f"{p}:{_line_of(p, 'objectives:')}:" in msg and "mix's time" in msg, msg
 
 
 def test_cpsat_tiles_refuses_chip_parameters_it_would_ignore(tmp_path):
