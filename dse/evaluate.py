@@ -148,7 +148,7 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
             vals = np.stack([np.asarray(wm.columns[key], dtype=float) for _, _, wm in per])
             if key in WORST:
                 m[key] = WORST[key](vals, axis=0)
-            elif key == "bound_code":
+            elif key in ("bound_code", "allreduce_algorithm"):  # codes: the heaviest workload's
                 m[key] = per[int(np.argmax([w for _, w, _ in per]))][2].columns[key]
             else:
                 weights = np.array([w for _, w, _ in per])[:, None]

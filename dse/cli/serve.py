@@ -161,7 +161,8 @@ def register(sub) -> None:
     s.add_argument("--osl", type=int, required=True, help="output tokens per request")
     s.add_argument("--tp", type=int, default=1, help="tensor-parallel chips (default 1)")
     s.add_argument("--pp", type=int, default=1, help="pipeline-parallel stages (default 1)")
-    s.add_argument("--ep", type=int, default=1, help="expert-parallel size, a divisor of --tp (MoE models)")
+    s.add_argument("--ep", type=int, default=1, help="expert-parallel size: 1, or --tp to spread the experts over "
+                                                     "every chip (MoE models: all-to-all dispatch and combine)")
     s.add_argument("--weights", default="bf16", metavar="FMT", help="weight format (default bf16)")
     s.add_argument("--kv", default=None, metavar="FMT", help="KV-cache format (default: as the weights if 8-bit "
                                                              "or wider, else bf16)")

@@ -8,6 +8,7 @@ from dse import technology
 from dse.errors import SpecError, unknown_name
 from dse.hardware.records import ChipSpec, _canonical_format
 from dse.hardware.rules import KEEPS, MEMORY_CODE, OPTIONAL_INPUTS, derive, override_rules
+from dse.model.links import TOPOLOGIES
 
 
 class Chips:
@@ -50,7 +51,8 @@ class Chips:
         """The raw numeric inputs of one spec by dotted name, plus what cannot be vectorized.
 
         Every number the spec gives (a value it leaves out is absent: :func:`derive`
-        supplies its default), ``memory.kind`` (0 HBM, 1 DRAM, 2 SRAM), and the
+        supplies its default), ``memory.kind`` (0 HBM, 1 DRAM, 2 SRAM), ``links.scale_up.topology``
+        where given (its index in dse.model.links.TOPOLOGIES: 0 switch, 1 mesh, 2 ring, 3 torus), and the
         look-ups by name, resolved here once per spec: ``tech.*`` (the process
         node's SRAM read-energy anchors and static fraction, the memory
         technology's J/B), ``energy.flop.<fmt>`` (the spec's own figure, else the
@@ -61,6 +63,8 @@ class Chips:
             if isinstance(v, (int, float)):  # bools too
                 out[k] = float(v)
         out["memory.kind"] = float(MEMORY_CODE[spec.memory_kind])
+        if spec.links.scale_up is not None and spec.links.scale_up.topology is not None:
+            out["links.scale_up.topology"] = float(TOPOLOGIES.index(spec.links.scale_up.topology))
         # the area model's organisation of the matrix datapath and the width of the vector lanes (dse.model.area)
         inst = spec.matrix.instruction
         array = spec.matrix.array or ("systolic" if inst.m == 1 and inst.n >= 64 and inst.k >= 64 else "tensor_core")

@@ -177,7 +177,12 @@ class Link(Record):
     lanes: Count | None = Field(None, description="lanes (with lane_rate, instead of bandwidth)")
     lane_rate: Bandwidth | None = Field(None, description="per-lane rate, e.g. '112 Gb/s'")
     alpha: TimeOrZero = Field(0.0, description="latency per message (T = alpha + V/R)")
-    peers: Count = Field(1, description="chips reachable over the link")
+    peers: Count = Field(1, description="chips reachable over the link (a mesh or a torus: one link to each)")
+    topology: Literal["switch", "mesh", "ring", "torus"] | None = Field(None,
+        description="scale-up: how the chips connect -- switch (the rate is the chip's port, shared by its peers), "
+                    "mesh (one link of the rate to each peer), ring (one to each of two neighbours), torus (one "
+                    "to each of the peers, 2 per dimension); default mesh when given as lanes x lane_rate, switch "
+                    "when given as a bandwidth. Collectives take the cheapest algorithm the topology has")
     source: str | None = None
 
     @model_validator(mode="after")
@@ -239,17 +244,28 @@ class SystemSpec(Record):
 
     Tensor parallel (default): each chip holds 1/chips of every weight matrix
     and of the KV cache; the operators' work splits over the chips, and after
-    each attention output and FFN down projection the partial activations are
-    all-reduced over a ring: 2 (p-1) (alpha + V / (p R)) per all-reduce
-    (Patarasuk & Yuan 2009). Pipeline parallel (``pipeline: true``): each chip
+    each attention output, FFN down projection and MoE layer the partial
+    activations are all-reduced by the cheapest algorithm the scale-up
+    topology has (ring: 2 (p-1) (alpha + V / (p R)), Patarasuk & Yuan 2009;
+    direct through a switch or a mesh: two steps; a tree; dse.model.links).
+    Pipeline parallel (``pipeline: true``): each chip
     holds 1/chips of the layers; a step runs the layers one chip after the
-    other at one chip's rates, plus (p-1) hops of alpha + activations / R.
+    other at one chip's rates, plus (p-1) hops of alpha + activations / R;
+    a workload of m micro-batches flows through the stages, (m + p - 1)
+    stage times (GPipe). Expert parallel (``expert_parallel: chips``, MoE
+    models, tensor parallel): each chip holds 1/chips of the experts and a
+    MoE layer's tokens go to their experts and back in two all-to-alls.
     Capacity, TDP and static power add up over the chips either way.
     """
 
     chips: Count = Field(1, description="chips serving one model together (tensor parallel unless pipeline)")
     pipeline: bool = Field(False, description="split the layers over the chips instead (pipeline parallel): each "
                                               "token passes every chip in turn, one hop per chip boundary")
+    expert_parallel: Count = Field(1, description="MoE layers: the experts spread over this many of the chips (1, "
+                                                  "or all of them: system.chips), whole experts per chip; each MoE "
+                                                  "layer dispatches the tokens to their experts and combines them "
+                                                  "back by all-to-all over the scale-up links instead of "
+                                                  "all-reducing the experts' partial sums")
     partitions: Count = Field(1, description="logical devices one package is split into (MI355X compute modes SPX / "
                                              "DPX / QPX / CPX = 1 / 2 / 4 / 8, seed 000 'Partition modes'): each "
                                              "gets 1/partitions of the dies, memory bandwidth and capacity, TDP and "
@@ -338,6 +354,17 @@ class ChipSpec(Record):
         except SpecError as e:
             raise ValueError(str(e)) from None
         return v
+
+    @model_validator(mode="after")
+    def _expert_parallel(self):
+        ep, sysm = self.system.expert_parallel, self.system
+        if ep != 1 and ep != sysm.chips:
+            raise ValueError(f"system.expert_parallel: {ep} of {sysm.chips} chips; the experts spread over all the "
+                             f"chips of the system or none (expected 1 or {sysm.chips})")
+        if ep > 1 and sysm.pipeline:
+            raise ValueError(f"system.expert_parallel: {ep} with system.pipeline; a pipeline stage is one chip, so "
+                             "its experts cannot spread (expected 1, or a tensor-parallel system)")
+        return self
 
     @model_validator(mode="after")
     def _whole_dies_per_partition(self):

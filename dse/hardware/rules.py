@@ -81,7 +81,7 @@ MEMORY_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
 #: design point may give them whether its base chip does or not
 OPTIONAL_INPUTS = ("units_physical", "tdp", "sram.bank", "power.static", "power.clock", "power.rated_clock",
                    "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "l2_physical",
-                   "dram.bus_width", "hbm.stack_sites", "hbm.capacity")
+                   "dram.bus_width", "hbm.stack_sites", "hbm.capacity", "links.scale_up.topology")
 
 #: the links whose rate :func:`derive` computes
 LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")

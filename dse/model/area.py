@@ -92,6 +92,7 @@ import numpy as np
 
 from dse import technology
 from dse.errors import SpecError, unknown_name
+from dse.model import links
 
 __all__ = [
     "DEFAULT_SPARE_FRACTION",
@@ -293,10 +294,11 @@ COEFFICIENTS = ("matrix_tensor_core", "matrix_systolic", "vector_lane", "unit_co
 def _link_rate(chips, link: str) -> np.ndarray:
     """Bytes/s one way of a chip's ``link`` in all: lanes x lane rate is one link per peer, a bandwidth the total."""
     rate = np.nan_to_num(chips.get(f"links.{link}.rate", 0.0))
-    if link == "scale_up":
-        per_peer = np.isfinite(chips.get("links.scale_up.lanes", np.nan)) & ~np.isfinite(
-            chips.get("links.scale_up.bandwidth", np.nan))
-        rate = np.where(per_peer, rate * np.nan_to_num(chips.get("links.scale_up.peers", 1.0), nan=1.0), rate)
+    if link == "scale_up":  # a mesh or torus drives one link per peer, a ring two, a switch port one
+        topology = links.topology_code(chips.arrays.get("links.scale_up.topology"),
+                                       chips.get("links.scale_up.lanes", np.nan),
+                                       chips.get("links.scale_up.bandwidth", np.nan))
+        rate = rate * links.links_per_chip(topology, np.nan_to_num(chips.get("links.scale_up.peers", 1.0), nan=1.0))
     return rate
 
 

@@ -14,12 +14,16 @@ one resource adds, dependent stages add):
     t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
     t_op     = max(t_matrix, t_vector, t_memory)          (kernel launches overlap device time)
     step     = max(sum of count x t_op, launches) + step overhead + scale-up links
-                 (tensor parallel: ring all-reduces; pipeline parallel: stage-to-stage hops)
+                 (tensor parallel: all-reduces by the cheapest algorithm of the topology, and expert
+                 parallel: two all-to-alls per MoE layer; dse.model.links.collective / alltoall_time)
+    pipeline = m micro-batches through p stages and the p - 1 hops between them:
+                 p t_s + (p - 1) t_h + (m - 1) max(t_s, t_h)      (dse.model.pipeline.flow_core; GPipe)
+                 t_s = one micro-batch's work / p, t_h = alpha + activations / R (seed 004 §4.5.3)
 
 Each rule is written once, in the module of its kind, and called from here (and from the CP-SAT data
 steps and dse.workload): padding, output tiles, waves, working sets, L2-panel re-reads, tile requests
-and split-K partial sums in :mod:`dse.model.tiling`; Little's law, alpha-beta transfers and the ring
-all-reduce in :mod:`dse.model.links`; the sustained clock under the power ceiling, average and static
+and split-K partial sums in :mod:`dse.model.tiling`; Little's law, alpha-beta transfers, the collectives
+by topology in :mod:`dse.model.links`; the flow of micro-batches in :mod:`dse.model.pipeline`; the sustained clock under the power ceiling, average and static
 power in :mod:`dse.model.power`; resident bytes, fits and max batch in :mod:`dse.model.capacity`.
 
 Lower bounds the seeds quote, as columns beside the modelled time:
@@ -51,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dse.errors import SpecError
 from dse.hardware import Chips
 from dse.model import area as area_mod, capacity as cap_rules, links, pipeline, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
@@ -322,6 +327,7 @@ _INPUTS = (
     ("link_alpha", "links.scale_up.alpha", 0.0), ("e_link", "energy.link", 0.0),
     ("pipe", "system.pipeline", 0.0), ("acc", "accumulator", 0.0),
     ("peers", "links.scale_up.peers", 1.0), ("d2d_bw", "links.die_to_die.rate", np.nan),
+    ("ep", "system.expert_parallel", 1.0),
     ("sys", "matrix.systolic", 0.0), ("wload", "matrix.weight_load_cycles", np.nan),
     ("npart", "system.partitions", 1.0),
 )
@@ -431,9 +437,22 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
     for name, a in power_inputs(chips, package).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
-    cols["per_peer"] = _column(links.per_peer_links(chips.get("links.scale_up.lanes", np.nan),
-                                                    chips.get("links.scale_up.bandwidth", np.nan)).astype(float))
-    if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + a ring
+    if np.any(cols["nsys"] != 1):  # (the topology matters to systems of chips only)
+        cols["topo"] = _column(links.topology_code(chips.arrays.get("links.scale_up.topology"),
+                                                   chips.get("links.scale_up.lanes", np.nan),
+                                                   chips.get("links.scale_up.bandwidth", np.nan)))
+    else:
+        cols["topo"] = np.zeros((1, 1))
+    ep = cols["ep"]
+    if np.any(ep != 1):
+        bad = (ep != 1) & ((ep != cols["nsys"]) | (cols["pipe"] > 0.5))
+        if bad.any():
+            i = int(np.flatnonzero(bad.any(axis=1))[0])
+            e, p = float(np.broadcast_to(ep, bad.shape)[i, 0]), float(np.broadcast_to(cols["nsys"], bad.shape)[i, 0])
+            raise SpecError(f"system.expert_parallel: {e:g} on a system of {p:g} chips"
+                            f"{' (pipeline parallel)' if np.broadcast_to(cols['pipe'], bad.shape)[i, 0] > 0.5 else ''}"
+                            f" at point {i}; expected 1 or system.chips of a tensor-parallel system")
+    if np.any(cols["nsys"] != 1):  # a system of chips acts as one chip with their summed resources + its links
         tensor = cols["pipe"] < 0.5
         for name in _SYSTEM_SCALED:
             scaled = name in _PIPELINE_SCALED
@@ -629,8 +648,12 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c1 = np.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)  # matrix busy at the design clock
         t_m1 = np.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
+    leak_run, clk_run = c.leak, c.clk
+    if (c.pipe > 0.5).any():  # a pipeline runs each operator on one chip: that chip's TDP, leakage and clock power
+        one = np.where(c.pipe > 0.5, c.nsys, 1.0)
+        tdp, leak_run, clk_run = tdp / one, c.leak / one, c.clk / one
     cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, np.maximum(t_c1, t_vector),
-                                               np.maximum(t_m1, t_vector), t_memory, c.leak, c.clk, law,
+                                               np.maximum(t_m1, t_vector), t_memory, leak_run, clk_run, law,
                                                MIN_CLOCK_RATIO)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
@@ -692,30 +715,24 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     tw = t_op * cnt
     launches = (koh * cnt).sum(axis=1)
     device = tw.sum(axis=1)
-    # tensor parallelism: ring all-reduce of the partial outputs after each reducing operator, a dependent
-    # stage after it (seed 004 §4.5.3: T = alpha + V/R per step; 2 (p - 1) steps of V/p per all-reduce);
-    # pipeline parallelism: p - 1 hops of the activations from one stage to the next
-    p_sys = c.nsys[:, 0]
-    pipe = c.pipe[:, 0] > 0.5
-    reduce_bytes = info.allreduce_bytes
-    hop_bytes = info.hop_bytes  # activations handed from one pipeline stage to the next
-    link_bw, link_alpha = c.link_bw[:, 0], c.link_alpha[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_ring = links.allreduce_time(reduce_bytes, p_sys, link_bw, link_alpha, info.allreduces,
-                                      c.per_peer[:, 0] > 0.5, c.peers[:, 0])
-        t_hops = (p_sys - 1) * links.transfer_time(hop_bytes, link_bw, link_alpha)
-        t_link = np.where(p_sys > 1, np.where(pipe, t_hops, t_ring), 0.0)
-    t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
-    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * hop_bytes,
-                                              links.ring_allreduce_bytes(reduce_bytes, p_sys)), 0.0)
-    # host launches overlap the device's work; the step overhead and the link stage follow it (seed 004 §4.8.1)
-    time_s = pipeline.stages_core(pipeline.overlapped_core(device, launches), step_oh, t_link)
+    # ---- scale-up links (seed 004 §4.5.3: T = alpha + V / R per step), dependent stages after the device work
+    work = pipeline.overlapped_core(device, launches)  # host launches overlap the device's work (seed 004 §4.8.1)
+    p_sys, m_mb = c.nsys[:, 0], info.micro_batches
+    if m_mb == 1 and (c.nsys == 1).all():  # one chip, the step as one batch: no links
+        steps, stages = work, 1.0
+        t_link = t_ar = t_a2a = link_bytes = bubble = ar_algo = np.zeros(1)
+    else:
+        steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
+    # the step overhead follows the work (seed 004 §4.8.1)
+    time_s = pipeline.stages_core(steps, step_oh)
     d2d_tot = _sum(np.broadcast_to(d2d_bytes, t_op.shape), cnt)
     E_mem = _sum(E_mem_op, cnt) + (link_bytes + d2d_tot) * c.e_link[:, 0]
-    # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links)
+    # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links, and a
+    # pipeline's idle stages: each of its chips runs 1 / p of the operators)
+    busy = device / stages
     with np.errstate(invalid="ignore"):  # (a design that cannot run: inf - inf outside its operators)
-        outside = np.where(np.isfinite(time_s), np.maximum(time_s - device, 0.0), 0.0)
-    E_static = _sum(E_fixed_op, cnt) + pw.energy_at_power(fixed1[:, 0], outside)
+        outside = np.where(np.isfinite(time_s), np.maximum(time_s - busy, 0.0), 0.0)
+    E_static = _sum(E_fixed_op, cnt) / stages + pw.energy_at_power(fixed1[:, 0], outside)
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
@@ -746,6 +763,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
         "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
         "t_link_s": t_link,
+        "t_allreduce_s": t_ar,
+        "allreduce_algorithm": ar_algo.astype(float),
+        "t_alltoall_s": t_a2a,
+        "pipeline_bubble": bubble,
         "t_die_link_s": _sum(np.broadcast_to(t_d2d, t_op.shape), cnt),
         "die_link_bytes": d2d_tot,
         "die_placement_centralized": np.where(np.broadcast_to(central, tw.shape) > 0, tw, 0.0).sum(axis=1)
@@ -809,6 +830,52 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                            tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op + E_fixed_op)
     return out, ops_out
 
+
+
+def _system_step(c: ChipColumns, info: "WorkloadInfo", work):
+    """A system of chips' step from its chips' work (rows,): (step time before the step overhead, pipeline
+    stages, link time on the critical path, all-reduce time, its algorithm code, all-to-all time, bytes over
+    the links, the pipeline's bubble).
+
+    Tensor parallelism: an all-reduce of the partial outputs after each reducing operator and each MoE layer
+    by the cheapest algorithm the topology has (dse.model.links.collective); expert parallelism: each MoE
+    layer's tokens go to their experts and back in two all-to-alls (dse.model.links.alltoall_time) instead of
+    its all-reduce; both dependent stages after the work (seed 004 §4.8.1). Pipeline parallelism: the layers
+    in p stages of one chip each (split evenly), the workload's m micro-batches flowing through them and the
+    p - 1 links between (dse.model.pipeline.flow_core: GPipe's (m + p - 1) stage times).
+    """
+    p_sys = c.nsys[:, 0]
+    pipe = c.pipe[:, 0] > 0.5
+    link_bw, link_alpha = c.link_bw[:, 0], c.link_alpha[:, 0]
+    topo, peers = c.topo[:, 0], c.peers[:, 0]
+    ep = (c.ep[:, 0] > 1) & ~pipe
+    ar_count = info.allreduces + np.where(ep, 0.0, info.moe_layers)
+    ar_bytes = info.allreduce_bytes + np.where(ep, 0.0, info.moe_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_ar, ar_algo = links.collective("all_reduce", ar_bytes, p_sys, link_bw, link_alpha, ar_count, topo, peers)
+        # dispatch and combine: each chip sends its 1 / E of the tokens' top-k activations, (E - 1) / E of them away
+        a2a_bytes = np.where(ep, info.moe_bytes * info.top_k / p_sys * (p_sys - 1.0) / p_sys, 0.0)
+        t_a2a, a2a_moved = links.alltoall_time(2.0 * a2a_bytes, p_sys, link_bw, link_alpha, 2.0 * info.moe_layers,
+                                               topo, peers)
+    t_a2a, a2a_moved = np.where(ep, t_a2a, 0.0), np.where(ep, a2a_moved, 0.0)
+    m_mb = info.micro_batches
+    stages = np.where(pipe, p_sys, 1.0)
+    t_stage = work / (m_mb * stages)  # one micro-batch's layers of one stage
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_hop = np.where(pipe & (p_sys > 1), links.transfer_time(info.hop_bytes, link_bw, link_alpha), 0.0)
+    t_flow = pipeline.flow_core(stages * t_stage + (stages - 1.0) * t_hop, np.maximum(t_stage, t_hop), m_mb)
+    t_tp = t_ar + t_a2a
+    # the link time on the critical path: the first micro-batch's hops and what the link adds to each later one
+    t_link = np.where(pipe, (stages - 1.0) * t_hop + (m_mb - 1.0) * np.maximum(t_hop - t_stage, 0.0), t_tp)
+    t_link = np.where(np.isnan(t_link), np.inf, t_link)  # a system without scale-up links cannot reduce
+    steps = np.where(pipe, t_flow, work + t_tp)
+    steps = np.where(np.isnan(steps), np.inf, steps)
+    link_bytes = np.where(p_sys > 1, np.where(pipe, (p_sys - 1) * info.hop_bytes * m_mb,
+                                              links.ring_allreduce_bytes(ar_bytes, p_sys) + a2a_moved), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the share of the flow a stage waits (GPipe's bubble)
+        bubble = np.where(pipe & (p_sys > 1) & np.isfinite(t_flow) & (t_flow > 0),
+                          1.0 - m_mb * t_stage / np.where(t_flow > 0, t_flow, 1.0), 0.0)
+    return steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble
 
 _NAN = np.array([np.nan])
 
@@ -947,11 +1014,19 @@ class WorkloadInfo:
     quant_error: float
     allreduces: float  # all-reduces per step under tensor parallelism
     allreduce_bytes: float  # bytes all-reduced per step
-    hop_bytes: float  # activations handed from one pipeline stage to the next
+    hop_bytes: float  # activations handed from one pipeline stage to the next (one micro-batch's)
+    micro_batches: float = 1.0  # the step as this many micro-batches (the counts include them)
+    moe_layers: float = 0.0  # MoE layer instances per step (layers x micro-batches)
+    moe_bytes: float = 0.0  # their input activations [tokens, hidden] summed: an all-reduce's V under TP
+    top_k: float = 0.0  # experts per token
 
 
 def workload_info(workload, ops: OpTable) -> WorkloadInfo:
     red = [i for i, name in enumerate(ops.names) if name in ALLREDUCE_AFTER or name.endswith(ALLREDUCE_AFTER)]
+    # a MoE layer is one router (dse.workload.phases); its [tokens, hidden] input is the shape of its output too
+    routers = [i for i, o in enumerate(workload.ops) if o.role == "router"]
+    model = getattr(workload, "model", None)
+    moe = getattr(model, "moe", None)
     return WorkloadInfo(
         workload=workload, phase=workload.phase, tokens=float(workload.tokens_per_step),
         flops=float((ops.flops * ops.count).sum()), resident=float(workload.resident_bytes),
@@ -963,6 +1038,10 @@ def workload_info(workload, ops: OpTable) -> WorkloadInfo:
         allreduces=float(sum(ops.count[i] for i in red)),
         allreduce_bytes=float(sum(ops.c_bytes[i] * ops.count[i] for i in red)),
         hop_bytes=float(max((ops.c_bytes[i] for i in red), default=0.0)),
+        micro_batches=float(getattr(workload, "micro_batches", 1) or 1),
+        moe_layers=float(sum(ops.count[i] for i in routers)),
+        moe_bytes=float(sum(ops.a_bytes[i] * ops.count[i] for i in routers)),
+        top_k=float(moe.top_k) if moe is not None and routers else 0.0,
     )
 
 

@@ -12,6 +12,14 @@ Sources:
     ring_allreduce_bytes     the same ring: 2 (p - 1) chunks of V / p from each of p devices
     mesh_allreduce_time      a full mesh of direct links (seed 000 "Directional bandwidth": MI355X, 7 xGMI links
                              of 76.8 GB/s, 537.6 GB/s of egress): reduce-scatter and all-gather in one step each
+    direct_allreduce_time    the same two steps through a switch port (every peer one hop away)
+    tree_allreduce_time      binomial-tree reduce then broadcast, 2 ceil(log2 p) steps of the whole V
+                             (Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1), Table 1)
+    alltoall_time            all-to-all (MoE dispatch and combine): direct over a mesh or a switch, (p - 1) steps
+                             around a ring
+    collective               the cheapest algorithm the topology has (ring / tree / direct), seed 004 §4.5.3's
+                             alpha + V / R per step
+    topology_code, links_per_chip   the scale-up topology (switch, mesh, ring, torus) and its links per chip
     per_peer_links           which scale-up links are given per peer (lanes x lane rate) rather than as a total
     die_link_bytes           bytes a multi-die package moves over its die-to-die link per operator, by placement
     interface_bandwidth      seed 004 §4.1.3 (HBM stack: 1024 pins x pin rate / 8)
@@ -30,6 +38,14 @@ __all__ = [
     "mesh_allreduce_time",
     "per_peer_links",
     "allreduce_time",
+    "direct_allreduce_time",
+    "tree_allreduce_time",
+    "alltoall_time",
+    "collective",
+    "TOPOLOGIES",
+    "ALGORITHMS",
+    "topology_code",
+    "links_per_chip",
     "die_link_bytes",
 ]
 
@@ -93,13 +109,114 @@ def per_peer_links(lanes, bandwidth):
     return np.isfinite(np.asarray(lanes, dtype=float)) & ~np.isfinite(np.asarray(bandwidth, dtype=float))
 
 
-def allreduce_time(bytes_, n_peers, rate, alpha, count, per_peer, peers):
-    """The all-reduce time of a tensor-parallel group: over a mesh of direct links where every other device of
-    the group has its own link (per-peer links, p - 1 <= peers), else a ring (each device's one rate)."""
-    mesh = np.asarray(per_peer, dtype=bool) & (n_peers - 1 <= peers)
+#: Scale-up topologies by code (``links.scale_up.topology``): a switch port of the chip's total rate (NVLink
+#: through NVSwitch), a full mesh of one link per peer (MI355X's 7 xGMI links), a bidirectional ring (a link to
+#: each neighbour), a torus (``peers`` = 2 links per dimension, TPU ICI, Trainium2 NeuronLink).
+TOPOLOGIES = ("switch", "mesh", "ring", "torus")
+SWITCH, MESH, RING, TORUS = range(4)
+#: Collective algorithms by code (the ``*_algorithm`` columns of the evaluator).
+ALGORITHMS = ("ring", "tree", "direct")
+_RING, _TREE, _DIRECT = range(3)
+
+
+def topology_code(topology, lanes, bandwidth):
+    """The topology code of :data:`TOPOLOGIES`: as given (a code, NaN or None: not given), else inferred as before
+    the field existed: links given per peer (lanes x lane rate) are a mesh, a bandwidth is a switch total."""
+    inferred = np.where(per_peer_links(lanes, bandwidth), float(MESH), float(SWITCH))
+    if topology is None:  # (none given: the inference alone)
+        return inferred
+    given = np.asarray(topology, dtype=float)
+    return np.where(np.isnan(given), inferred, given)
+
+
+def links_per_chip(topology, peers):
+    """Links a chip drives at the link rate at once: a switch port is one (its rate is the total), a mesh or a
+    torus has one per peer, a ring two (one to each neighbour). The chip's egress is rate x this."""
+    t = np.asarray(topology, dtype=float)
+    return np.where(t == SWITCH, 1.0, np.where(t == RING, 2.0, peers))
+
+
+def direct_allreduce_time(bytes_, n_peers, rate, alpha=0.0, count=1.0, switch=True):
+    """Reduce-scatter then all-gather in one step each, every peer one hop away: 2 (count alpha + V (p - 1) / (p R))
+    through a switch port of rate R (the p - 1 chunks of V / p share it), 2 (count alpha + V / (p R)) over a mesh
+    (each chunk on its own link; :func:`mesh_allreduce_time`). p = 1 costs nothing."""
+    p = n_peers
+    per_step = np.where(switch, (p - 1.0) / p, 1.0 / p) * bytes_ / rate
+    return np.where(p > 1, 2.0 * (count * alpha + per_step), 0.0)
+
+
+def tree_allreduce_time(bytes_, n_peers, rate, alpha=0.0, count=1.0):
+    """A binomial tree reduces to one device and broadcasts back, the whole V on each of ceil(log2 p) levels both
+    ways: 2 ceil(log2 p) (count alpha + V / R) (Thakur, Rabenseifner & Gropp 2005, Table 1). p = 1 costs nothing."""
+    levels = np.ceil(np.log2(np.maximum(n_peers, 1.0)))
+    return 2.0 * levels * (count * alpha + bytes_ / rate)
+
+
+def alltoall_time(bytes_, n_peers, rate, alpha=0.0, count=1.0, topology=SWITCH, peers=np.inf):
+    """All-to-all over p devices, ``bytes_`` V the bytes each device sends to the others in all (V / (p - 1) to
+    each; summed over ``count`` all-to-alls): (time, bytes over links in all).
+
+    Mesh (a link to each of the p - 1 others): one step, each block on its own link, count alpha + V / ((p - 1) R).
+    Switch (the others within its ``peers``): one step through the port, count alpha + V / R. Otherwise (a ring, a
+    torus, a mesh with fewer links than peers) around a ring in p - 1 steps: step j passes on the p - j blocks not
+    yet home, each split between the two directions where the ring has both, (p - 1) count alpha + V p / (2 d R),
+    d = 2 directions on a ring or torus, 1 else. The link bytes count each hop: p V direct, p^2 V / 2 on the ring.
+    """
+    p = np.asarray(n_peers, dtype=float)
+    t = np.asarray(topology, dtype=float)
+    one_hop = (p - 1.0 <= peers) & ((t == SWITCH) | (t == MESH))
+    dirs = np.where((t == RING) | (t == TORUS), 2.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mesh, mesh_allreduce_time(bytes_, n_peers, rate, alpha, count),
-                        ring_allreduce_time(bytes_, n_peers, rate, alpha, count))
+        direct = count * alpha + bytes_ / (rate * np.where(t == MESH, np.maximum(p - 1.0, 1.0), 1.0))
+        ring = (p - 1.0) * count * alpha + bytes_ * p / (2.0 * dirs * rate)
+    time = np.where(p > 1, np.where(one_hop, direct, ring), 0.0)
+    moved = np.where(p > 1, np.where(one_hop, p * bytes_, p * p * bytes_ / 2.0), 0.0)
+    return time, moved
+
+
+def collective(kind: str, bytes_, n_peers, rate, alpha, count, topology, peers):
+    """(time, algorithm code) of the cheapest algorithm the topology has for ``count`` collectives of ``kind``
+    ('all_reduce', 'reduce_scatter', 'all_gather'), ``bytes_`` V each device's buffer summed over them; each
+    step alpha + bytes / R (seed 004 §4.5.3). Algorithms (:data:`ALGORITHMS`):
+
+    ring    always: reduce-scatter and all-gather p - 1 steps of V / p each; a ring or torus runs two rings in
+            opposite directions with half the data each (twice the rate)
+    direct  every other device one hop away (a switch, or a mesh with a link to each, p - 1 <= ``peers``):
+            one step each way (:func:`direct_allreduce_time`)
+    tree    all-reduce only: :func:`tree_allreduce_time`, on a switch or a mesh within its peers, and on a ring
+            or torus whose links route through the chips between (each level's pairs hold disjoint stretches
+            of the ring, so every pair has a path of its own at the link rate); not on a mesh of fewer links
+            than peers (its links reach no farther than its own node)
+
+    Small buffers are alpha-bound (seed 004 §4.5.3: below V* = alpha R, 879 KiB on H100 NVLink, the fixed
+    overhead dominates), so the algorithm with the fewest steps wins there and the one moving the fewest bytes
+    above; a reduce-scatter or all-gather is half of the all-reduce's ring or direct steps.
+    """
+    p = np.asarray(n_peers, dtype=float)
+    t = np.asarray(topology, dtype=float)
+    half = 0.5 if kind in ("reduce_scatter", "all_gather") else 1.0
+    if half == 1.0 and kind != "all_reduce":
+        raise ValueError(f"collective: unknown kind {kind!r}")
+    within = p - 1.0 <= peers
+    direct_ok = within & ((t == SWITCH) | (t == MESH))
+    tree_ok = (half == 1.0) & ((((t == SWITCH) | (t == MESH)) & within) | (t == RING) | (t == TORUS))
+    ring_rate = rate * np.where((t == RING) | (t == TORUS), 2.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ring = half * ring_allreduce_time(bytes_, p, ring_rate, alpha, count)
+        direct = np.where(direct_ok, half * direct_allreduce_time(bytes_, p, rate, alpha, count, t == SWITCH),
+                          np.inf)
+        tree = np.where(tree_ok, tree_allreduce_time(bytes_, p, rate, alpha, count), np.inf)
+    best = np.minimum(ring, np.minimum(tree, direct))
+    algo = np.where(best == ring, _RING, np.where(best == direct, _DIRECT, _TREE))
+    best = np.where(p > 1, best, 0.0)
+    return best, np.where(p > 1, algo, _RING)
+
+
+def allreduce_time(bytes_, n_peers, rate, alpha, count, topology, peers):
+    """The all-reduce time of a tensor-parallel group by the cheapest algorithm its topology has
+    (:func:`collective`); ``topology`` a code of :data:`TOPOLOGIES` (True / False: links per peer, a mesh, or a
+    switch total, as :func:`per_peer_links` says)."""
+    return collective("all_reduce", bytes_, n_peers, rate, alpha, count, topology, peers)[0]
 
 
 def die_link_bytes(dies, out_bytes, traffic_bytes):

@@ -5,6 +5,9 @@ Each rule lives here once, and production calls it:
     shared_core, overlapped_core, stages_core   the evaluator's operator time (dse/model/evaluator.py:
         work on one unit adds, independent resources overlap, dependent stages add; seed 004 §4.8.1);
         combine_shared / combine_overlapped / combine_stages are the checked wrappers
+    flow_core, flow_time                        n identical items through dependent stages on distinct
+        resources: the evaluator's pipeline-parallel step (micro-batches through the chips and the links
+        between them, GPipe's bubble; Huang et al. 2019) and double_buffer_time's two stages
     amdahl, amdahl_speedup, amdahl_ceiling      the what-if's Amdahl table (dse.whatif; seed 004 §4.1,
         §4.1.3; seed 000 "The rest of a training kernel")
     serial_time, double_buffer_time, input_slot_schedule, min_slots_for_gapless
@@ -37,6 +40,8 @@ __all__ = [
     "combine_shared",
     "combine_overlapped",
     "combine_stages",
+    "flow_core",
+    "flow_time",
     "amdahl",
     "amdahl_speedup",
     "amdahl_ceiling",
@@ -103,6 +108,29 @@ def combine_stages(*times):
     return _out(stages_core(*_checked_times("combine_stages", times)))
 
 
+# --------------------------------------------------------------- pipelines of identical items
+
+
+def flow_core(total, slowest, items):
+    """``items`` identical items through stages in a row, each stage its own resource, one item per stage at a
+    time: the first item takes every stage (``total``, their sum), each later one comes out one ``slowest``
+    stage time after the one before: T = total + (n - 1) max_j t_j (a flow shop of identical jobs; the seed's
+    double buffer, seed 004 §4.4.2, is its two-stage case). With p equal stages of t and nothing between them,
+    (n + p - 1) t: GPipe's bubble (p - 1) / (n + p - 1) of the time (Huang et al. 2019). Unchecked, broadcasts."""
+    with np.errstate(invalid="ignore"):  # (one item: the slowest stage never repeats, even when infinite)
+        return total + np.where(np.asarray(items) > 1, (items - 1.0) * slowest, 0.0)
+
+
+def flow_time(stage_times, items):
+    """Checked :func:`flow_core` over a list of stage times (each a scalar or an array): four stages of 1 ms, 16
+    items: 4 + 15 = 19 ms, the four stages busy 16 of the 19."""
+    ts = _checked_times("flow_time", stage_times)
+    n = _arr("items", items)
+    if np.any(n < 1) or np.any(n != np.floor(n)):
+        raise SpecError(f"items: expected a whole number >= 1, got {items!r}")
+    return _out(flow_core(shared_core(*ts), overlapped_core(*ts), n))
+
+
 # --------------------------------------------------------------- Amdahl
 
 
@@ -161,7 +189,7 @@ def double_buffer_time(n, t_load, t_compute):
     n = _arr("n", n)
     tl = _arr("t_load", t_load)
     tc = _arr("t_compute", t_compute)
-    t = tl + tc + (n - 1) * np.maximum(tl, tc)
+    t = flow_core(tl + tc, np.maximum(tl, tc), n)
     return _out(np.where(n > 0, t, 0.0))
 
 

@@ -150,8 +150,9 @@ class ServingPoint:
 def system_chip(chip, parallelism: Parallelism = Parallelism(), knobs: Knobs = IDEAL) -> ChipSpec:
     """The chip (a name, a file or a spec) as a system of ``tp x pp`` chips with the knobs applied.
 
-    A tensor-parallel system is the chip override ``system.chips: tp``; a pipeline is ``system.chips: pp``
-    with ``system.pipeline: true`` (dse.model.evaluator); the knobs are its ``calibration.*`` overrides.
+    A tensor-parallel system is the chip override ``system.chips: tp`` (with ``system.expert_parallel: ep``
+    for expert parallelism); a pipeline is ``system.chips: pp`` with ``system.pipeline: true``
+    (dse.model.evaluator); the knobs are its ``calibration.*`` overrides.
     """
     spec = chip if isinstance(chip, ChipSpec) else load_chip(chip)
     alpha = None
@@ -166,6 +167,8 @@ def system_chip(chip, parallelism: Parallelism = Parallelism(), knobs: Knobs = I
         over["system.chips"] = parallelism.chips
         if parallelism.pp > 1:
             over["system.pipeline"] = True
+        if parallelism.ep > 1:
+            over["system.expert_parallel"] = parallelism.ep
     return with_overrides(spec, over)
 
 

@@ -160,9 +160,10 @@ class Parallelism:
     TP: every layer split over ``tp`` chips that act as one chip of their summed resources plus a ring
     all-reduce after each row-parallel operator (dse.model.evaluator, seed 004 §4.7.2, §4.5.3). PP: ``pp``
     stages of consecutive layers; a step of one micro-batch takes the layers at one chip's rates plus the
-    hops, and ``pp`` micro-batches are in flight at once. EP: the experts of a MoE model spread over ``ep``
-    of the TP chips (EP divides TP); the join sums the chips' resources the same way for EP as for TP (no
-    expert all-to-all or routing imbalance yet), so EP is checked and reported but changes no number.
+    hops, and ``pp`` micro-batches are in flight at once. EP: the experts of a MoE model spread over all ``tp``
+    chips (``ep`` = 1 or ``tp``), whole experts per chip: each MoE layer sends its tokens to their experts and
+    back in two all-to-alls over the scale-up links instead of all-reducing the experts' partial sums
+    (``system.expert_parallel``, dse.model.evaluator; no routing imbalance yet).
     """
 
     tp: int = 1
@@ -175,8 +176,9 @@ class Parallelism:
         if self.tp > 1 and self.pp > 1:
             raise SpecError(f"parallelism: tp {self.tp} with pp {self.pp} is not expressible yet (the evaluator "
                             "models a system as tensor- or pipeline-parallel); expected tp = 1 or pp = 1")
-        if self.ep > 1 and self.tp % self.ep:
-            raise SpecError(f"parallelism ep: expected a divisor of tp ({self.tp}), found {self.ep}")
+        if self.ep not in (1, self.tp):
+            raise SpecError(f"parallelism ep: expected 1 or tp ({self.tp}): the experts spread over all the "
+                            f"tensor-parallel chips or none; found {self.ep}")
 
     @property
     def chips(self) -> int:

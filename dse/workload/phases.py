@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from dse.errors import SpecError
@@ -49,6 +51,24 @@ def _bytes_arg(label: str, v) -> float:
     if out < 0:
         raise SpecError(f"{label}: must be >= 0, got {v!r}")
     return out
+
+
+def _micro_batches(micro_batches, batch: int) -> int:
+    """The micro-batch count: a whole number >= 1 that divides the batch (equal micro-batches of requests)."""
+    m = _check_int("micro_batches", micro_batches)
+    if batch % m:
+        small = [d for d in range(1, int(batch ** 0.5) + 1) if batch % d == 0]
+        divisors = sorted(set(small) | {batch // d for d in small})
+        raise SpecError(f"micro_batches: {m} does not divide batch {batch}; a micro-batch is batch / micro_batches "
+                        f"whole requests (expected one of {divisors})")
+    return m
+
+
+def _repeated(ops: list[Op], times: int) -> list[Op]:
+    """The operators of ``times`` micro-batches in a row: each operator's count x times."""
+    if times == 1:
+        return ops
+    return [dataclasses.replace(o, count=o.count * times) for o in ops]
 
 
 def _step_ops(m: ModelConfig, f: Formats, requests: int, new: int, context: int, routing) -> list[Op]:
@@ -120,7 +140,7 @@ def _step_ops(m: ModelConfig, f: Formats, requests: int, new: int, context: int,
 
 
 def decode(model, batch: int = 1, context: int = 8192, formats=None, workspace="2 GiB",
-           routing="uniform") -> Workload:
+           routing="uniform", micro_batches: int = 1) -> Workload:
     """One decode step: ``batch`` requests each add 1 token and attend over ``context`` positions.
 
     seed 004 §4.8.2: context 8192 = 8191 existing + 1 new. Weights: every
@@ -129,16 +149,23 @@ def decode(model, batch: int = 1, context: int = 8192, formats=None, workspace="
     experts that received >= 1 row under ``routing`` (seed 004 §4.3.3). KV read:
     batch x context x kv_bytes_per_token. Qwen3-8B BF16, batch 1, 8K: 13.89 +
     4.832 + 1.245 = 19.97 GFLOPs; 15.137 GB weights + 1.208 GB KV = 16.345 GB.
+
+    ``micro_batches`` m (a divisor of the batch): the step runs as m micro-batches of batch / m requests, each
+    a pass over the weights (the operators of one micro-batch, counted m times); a pipeline-parallel system
+    overlaps them across its stages (dse.model.evaluator), one chip runs them in turn.
     """
     m = load_model(model)
     batch = _check_int("batch", batch)
     context = _check_int("context", context)
+    mb = _micro_batches(micro_batches, batch)
     f = _as_formats(formats)
     routing = _routing_arg(routing)
     ws = _bytes_arg("workspace", workspace)
-    ops = _step_ops(m, f, batch, 1, context, routing if isinstance(routing, str) else list(routing))
+    ops = _repeated(_step_ops(m, f, batch // mb, 1, context, routing if isinstance(routing, str) else list(routing)),
+                    mb)
     return Workload(
-        name=f"{m.name}:decode:batch={batch}:context={context}", phase="decode", ops=tuple(ops),
+        name=f"{m.name}:decode:batch={batch}:context={context}" + (f":micro_batches={mb}" if mb > 1 else ""),
+        phase="decode", ops=tuple(ops), micro_batches=mb,
         batch=batch, tokens=1, context=context, tokens_per_step=batch,
         weight_resident_bytes=resident_weight_bytes(m, f), kv_bytes_per_token=kv_bytes_per_token(m, f.fmt("kv")),
         workspace_bytes=ws, model=m, formats=f, routing=routing,
@@ -146,27 +173,30 @@ def decode(model, batch: int = 1, context: int = 8192, formats=None, workspace="
 
 
 def prefill(model, batch: int = 1, tokens: int = 4096, formats=None, workspace="2 GiB",
-            routing="uniform", cached: int = 0) -> Workload:
+            routing="uniform", cached: int = 0, micro_batches: int = 1) -> Workload:
     """Prefill ``tokens`` new tokens for each of ``batch`` requests (after ``cached`` cached positions).
 
     seed 004 §4.8.2: linear work grows with batch x tokens; causal attention
     counts exactly sum_{i=1..S} i visible pairs (S (S+1)/2, + S x cached with
     a cached prefix); the LM head runs on the last position only. Qwen3-8B
     BF16, 4096 tokens: 61.85 TFLOPs. KV resident afterwards: batch x (cached +
-    tokens) x kv_bytes_per_token.
+    tokens) x kv_bytes_per_token. ``micro_batches``: as for :func:`decode` (micro-batches of whole prompts).
     """
     m = load_model(model)
     batch = _check_int("batch", batch)
     tokens = _check_int("tokens", tokens)
     cached = _check_int("cached", cached, minimum=0)
+    mb = _micro_batches(micro_batches, batch)
     f = _as_formats(formats)
     routing = _routing_arg(routing)
     ws = _bytes_arg("workspace", workspace)
     ctx = cached + tokens
-    ops = _step_ops(m, f, batch, tokens, ctx, routing if isinstance(routing, str) else list(routing))
-    name = f"{m.name}:prefill:batch={batch}:tokens={tokens}" + (f":cached={cached}" if cached else "")
+    ops = _repeated(_step_ops(m, f, batch // mb, tokens, ctx, routing if isinstance(routing, str)
+                              else list(routing)), mb)
+    name = f"{m.name}:prefill:batch={batch}:tokens={tokens}" + (f":cached={cached}" if cached else "") \
+        + (f":micro_batches={mb}" if mb > 1 else "")
     return Workload(
-        name=name, phase="prefill", ops=tuple(ops),
+        name=name, phase="prefill", ops=tuple(ops), micro_batches=mb,
         batch=batch, tokens=tokens, context=ctx, tokens_per_step=batch * tokens,
         weight_resident_bytes=resident_weight_bytes(m, f), kv_bytes_per_token=kv_bytes_per_token(m, f.fmt("kv")),
         workspace_bytes=ws, model=m, formats=f, routing=routing,

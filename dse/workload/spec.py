@@ -101,6 +101,9 @@ class WorkloadSpec(Record):
     context: Count | None = Field(None, description="decode: positions attended per request")
     tokens: Count | None = Field(None, description="prefill: new tokens per request")
     cached: CountOrZero = Field(0, description="prefill: tokens already in the KV cache per request")
+    micro_batches: Count = Field(1, description="the step as this many micro-batches of batch / micro_batches "
+                                                "requests (a divisor of batch); a pipeline-parallel system "
+                                                "overlaps them over its stages")
     formats: Formats = Formats()
     workspace: BytesOrZero = Field(DEFAULT_WORKSPACE, description="memory reserved besides weights and KV cache")
     routing: Literal["uniform", "concentrated"] | list[CountOrZero] = Field("uniform",
@@ -126,6 +129,8 @@ class WorkloadSpec(Record):
             for key in ("phase", "context", "tokens"):
                 if getattr(self, key) is not None:
                     raise ValueError(f"{key}: only for model workloads (model + phase), not for 'ops'")
+            if self.micro_batches != 1:
+                raise ValueError("micro_batches: only for model workloads (model + phase), not for 'ops'")
             return self
         if self.model is None:
             raise ValueError("missing required key 'model' (or give an explicit 'ops' list)")
@@ -133,6 +138,9 @@ class WorkloadSpec(Record):
             raise ValueError("missing required key 'phase' (prefill or decode)")
         if self.tokens_per_step is not None:
             raise ValueError("tokens_per_step: only for explicit 'ops' workloads")
+        if self.batch % self.micro_batches:
+            raise ValueError(f"micro_batches: {self.micro_batches} does not divide batch {self.batch}; a micro-batch "
+                             "is batch / micro_batches whole requests")
         if self.phase == "decode":
             if self.context is None:
                 raise ValueError("context: a decode workload needs 'context' (positions attended per request)")
@@ -180,15 +188,16 @@ def build(spec: WorkloadSpec | dict) -> Workload:
         return _ops_workload(spec)
     routing = spec.routing if isinstance(spec.routing, str) else list(spec.routing)
     if spec.phase == "decode":
-        w = decode(spec.model, spec.batch, spec.context, spec.formats, spec.workspace, routing)
+        w = decode(spec.model, spec.batch, spec.context, spec.formats, spec.workspace, routing, spec.micro_batches)
     else:
-        w = prefill(spec.model, spec.batch, spec.tokens, spec.formats, spec.workspace, routing, spec.cached)
+        w = prefill(spec.model, spec.batch, spec.tokens, spec.formats, spec.workspace, routing, spec.cached,
+                    spec.micro_batches)
     if spec.name:
         w = dataclasses.replace(w, name=spec.name)
     return w
 
 
-_INT_KEYS = ("batch", "context", "tokens", "cached")
+_INT_KEYS = ("batch", "context", "tokens", "cached", "micro_batches")
 _FORMAT_KEYS = tuple(Formats.model_fields)
 _SHORT_KEYS = (*_INT_KEYS, "workspace", "routing", *_FORMAT_KEYS)
 
@@ -223,7 +232,8 @@ def parse_workload(text: str) -> WorkloadSpec:
 
     ``qwen3-8b:decode:batch=1:context=8192``, ``qwen3-8b:prefill:tokens=4096``,
     ``qwen3-235b-a22b:decode:batch=8:context=8192:weights=mxfp4:routing=concentrated``.
-    Keys: batch, context, tokens, cached, workspace, routing and the format roles
+    ``qwen3-8b:decode:batch=64:context=8192:micro_batches=16`` (16 micro-batches of 4).
+    Keys: batch, context, tokens, cached, micro_batches, workspace, routing and the format roles
     (weights, activations, kv, accumulator, output, embedding, router, norms,
     compute). Errors name the bad part.
     """

@@ -21,7 +21,9 @@ class Workload:
     tokens = context = prompt length). ``tokens_per_step``: tokens produced
     (decode: batch) or processed (prefill: batch x tokens). Resident state:
     ``weight_resident_bytes`` (every parameter), KV (batch x context x
-    ``kv_bytes_per_token``), ``workspace_bytes``.
+    ``kv_bytes_per_token``), ``workspace_bytes``. ``micro_batches``: the step
+    runs as that many micro-batches of batch / micro_batches requests; the
+    operators are one micro-batch's, their counts include every micro-batch.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Workload:
     model: ModelConfig | None = field(default=None, repr=False)
     formats: Formats | None = field(default=None, repr=False)
     routing: str | tuple[int, ...] | None = None
+    micro_batches: int = 1  # the step as this many equal micro-batches (each operator's count includes them)
 
     def __post_init__(self):
         if self.phase not in ("prefill", "decode", "ops"):

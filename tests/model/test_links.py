@@ -114,10 +114,14 @@ def test_mesh_allreduce_uses_every_link():
     v, p, r, a = 64e6, 8, 76.8e9, 2e-6
     assert mesh_allreduce_time(v, p, r, a) == pytest.approx(2 * (a + v / (8 * 76.8e9)))
     assert ring_allreduce_time(v, p, r, a) == pytest.approx(14 * (a + v / (8 * 76.8e9)))
-    # per-peer links (lanes x lane rate) with a peer for each other device: the mesh; a switch total: the ring
+    # per-peer links (lanes x lane rate) with a peer for each other device: the mesh
     assert bool(per_peer_links(16.0, float("nan"))) and not bool(per_peer_links(float("nan"), 450e9))
     assert allreduce_time(v, p, r, a, 1.0, True, 7) == pytest.approx(mesh_allreduce_time(v, p, r, a))
-    assert allreduce_time(v, p, r, a, 1.0, False, 7) == pytest.approx(ring_allreduce_time(v, p, r, a))
+    # a switch total: the same two steps, the 7 chunks of V / 8 of each step sharing the port (the ring moves the
+    # same 2 x 7/8 V in 14 steps: it lost only to its 12 extra alphas, the old rule's answer)
+    assert allreduce_time(v, p, r, a, 1.0, False, 7) == pytest.approx(2 * (a + 7 * v / (8 * r)))
+    assert allreduce_time(v, p, r, a, 1.0, False, 7) < ring_allreduce_time(v, p, r, a)
+    # 9 devices on 7 links: no mesh; the ring (16 steps of V / 9) beats a tree (4 levels of the whole V, twice)
     assert allreduce_time(v, 9, r, a, 1.0, True, 7) == pytest.approx(ring_allreduce_time(v, 9, r, a))
 
 
@@ -134,3 +138,123 @@ def test_mi355x_tensor_parallel_prefill_gets_faster():
                   for p in (1, 8))
     assert eight["time_s"][0] < one["time_s"][0]
     assert eight["t_link_s"][0] > 0
+
+
+# ---------------------------------------------------------------- issue 15 item 5: topologies and collectives
+
+ALPHA, NVLINK = 2e-6, 450e9  # seed 004 §4.5.3: alpha = 2 us, H100 NVLink 450 GB/s per direction
+
+
+def _ring_alltoall_by_steps(v, p, rate, alpha, directions):
+    """The ring all-to-all counted step by step: each device holds p - 1 blocks of v / (p - 1), one per other
+    device; in step j each device passes on the blocks not yet home, p - j of them, each split over the ring's
+    directions; a step takes alpha + its bytes per link / rate. Returns (time, bytes over links in all)."""
+    s = v / (p - 1)
+    time = moved = 0.0
+    for j in range(1, p):
+        per_link = (p - j) * s / directions
+        time += alpha + per_link / rate
+        moved += p * directions * per_link
+    return time, moved
+
+
+def test_collective_algorithms_by_topology():
+    """Each topology's algorithms, step by step with alpha + V / R per step (seed 004 §4.5.3); the cheapest is
+    chosen. 8 devices, 64 MB each."""
+    from dse.model.links import ALGORITHMS, MESH, RING, SWITCH, TORUS, collective
+
+    v, p = 64e6, 8
+    # switch (H100's NVSwitch port, 450 GB/s in all): direct = reduce-scatter + all-gather, one step each moving
+    # 7 of the 8 chunks of V / 8 through the port: 2 (2 us + 56 MB / 450 GB/s) = 0.25289 ms
+    t, algo = collective("all_reduce", v, p, NVLINK, ALPHA, 1.0, SWITCH, 7)
+    assert ALGORITHMS[int(algo)] == "direct" and t == pytest.approx(2 * (2e-6 + 56e6 / 450e9))
+    # ... the ring moves the same 112 MB in 14 steps (28 us of alphas more), the tree 6 x 64 MB
+    assert ring_allreduce_time(v, p, NVLINK, ALPHA) == pytest.approx(14 * (2e-6 + 8e6 / 450e9))
+    # full mesh (MI355X: 7 xGMI links of 76.8 GB/s, seed 000 "Directional bandwidth"): each step's 7 chunks
+    # each on its own link: 2 (2 us + 8 MB / 76.8 GB/s)
+    t, algo = collective("all_reduce", v, p, 76.8e9, ALPHA, 1.0, MESH, 7)
+    assert ALGORITHMS[int(algo)] == "direct" and t == pytest.approx(2 * (2e-6 + 8e6 / 76.8e9))
+    # the same 8 chips on a bidirectional ring of 76.8 GB/s links: two rings, 4 MB chunks each way, 14 steps
+    t, algo = collective("all_reduce", v, p, 76.8e9, ALPHA, 1.0, RING, 2)
+    assert ALGORITHMS[int(algo)] == "ring" and t == pytest.approx(14 * (2e-6 + 4e6 / 76.8e9))
+    # a 4 x 4 torus (4 links per chip) runs the same bidirectional ring over 16 chips: 30 steps of V / 32
+    t, algo = collective("all_reduce", v, 16, 76.8e9, ALPHA, 1.0, TORUS, 4)
+    assert ALGORITHMS[int(algo)] == "ring" and t == pytest.approx(30 * (2e-6 + 2e6 / 76.8e9))
+    # reduce-scatter and all-gather: half the steps of the all-reduce
+    for kind in ("reduce_scatter", "all_gather"):
+        assert collective(kind, v, p, NVLINK, ALPHA, 1.0, SWITCH, 7)[0] == pytest.approx(2e-6 + 56e6 / 450e9)
+        assert collective(kind, v, p, 76.8e9, ALPHA, 1.0, RING, 2)[0] == pytest.approx(7 * (2e-6 + 4e6 / 76.8e9))
+    # one device: nothing to do
+    assert collective("all_reduce", v, 1, NVLINK, ALPHA, 1.0, SWITCH, 7)[0] == 0.0
+
+
+def test_small_buffers_take_the_tree_on_a_ring():
+    """seed 004 §4.5.3: below V* = alpha R (900,000 B = 879 KiB on H100 NVLink) a transfer is alpha-bound, so
+    fewer steps win. On an 8-chip ring of 450 GB/s links: ring 14 alpha + 14 V / (8 x 2 R), tree 2 log2 8 = 6
+    levels of alpha + V / R. Equal where 8 alpha = (6 - 14 / 16) V / R: V = 8 / 5.125 V* = 1.561 V*."""
+    from dse.model.links import ALGORITHMS, RING, collective
+
+    v_star = float(expected("link_alpha_beta", "crossover_bytes"))
+    assert v_star == pytest.approx(ALPHA * NVLINK)
+    v_x = 8 / 5.125 * v_star
+    for v, want in ((0.99 * v_x, "tree"), (1.01 * v_x, "ring")):
+        t, algo = collective("all_reduce", v, 8, NVLINK, ALPHA, 1.0, RING, 2)
+        assert ALGORITHMS[int(algo)] == want
+        hand = 6 * (ALPHA + v / NVLINK) if want == "tree" else 14 * (ALPHA + v / 16 / NVLINK)
+        assert t == pytest.approx(hand)
+    assert 6 * (ALPHA + v_x / NVLINK) == pytest.approx(14 * (ALPHA + v_x / 16 / NVLINK))
+
+
+def test_a_mesh_beyond_its_links_keeps_the_ring():
+    """9 devices on 7-link meshes: no direct step and no tree (the links reach only the chip's own node), so
+    the ring over one link, even for a buffer that a tree would move in fewer steps."""
+    from dse.model.links import MESH, collective
+
+    t, algo = collective("all_reduce", 1e3, 9, 76.8e9, ALPHA, 1.0, MESH, 7)
+    assert int(algo) == 0 and t == pytest.approx(16 * (ALPHA + 1e3 / 9 / 76.8e9))
+
+
+def test_alltoall_by_topology():
+    """All-to-all of V = 7 MB per device over 8 devices (1 MB to each other one)."""
+    from dse.model.links import MESH, RING, SWITCH, TORUS, alltoall_time
+
+    v, p = 7e6, 8
+    # mesh: each 1 MB block on its own 76.8 GB/s link, one step
+    t, moved = alltoall_time(v, p, 76.8e9, ALPHA, 1.0, MESH, 7)
+    assert t == pytest.approx(ALPHA + 1e6 / 76.8e9) and moved == pytest.approx(8 * 7e6)
+    # switch: all 7 MB through the 450 GB/s port, one step
+    t, moved = alltoall_time(v, p, NVLINK, ALPHA, 1.0, SWITCH, 7)
+    assert t == pytest.approx(ALPHA + 7e6 / 450e9) and moved == pytest.approx(8 * 7e6)
+    # ring and torus: p - 1 = 7 steps, passing the blocks on neighbour to neighbour, both directions
+    for topo, links in ((RING, 2), (TORUS, 4)):
+        t, moved = alltoall_time(v, p, 76.8e9, ALPHA, 1.0, topo, links)
+        want_t, want_moved = _ring_alltoall_by_steps(v, p, 76.8e9, ALPHA, 2)
+        assert t == pytest.approx(want_t) and moved == pytest.approx(want_moved)
+    # 16 chips on a switch of 7 peers: beyond the switch, the same ring over the port (one direction)
+    t, _ = alltoall_time(15e6, 16, NVLINK, ALPHA, 1.0, SWITCH, 7)
+    assert t == pytest.approx(_ring_alltoall_by_steps(15e6, 16, NVLINK, ALPHA, 1)[0])
+    # count all-to-alls of V in all: count alphas per step
+    assert alltoall_time(2 * v, p, NVLINK, ALPHA, 2.0, SWITCH, 7)[0] == pytest.approx(2 * (ALPHA + v / 450e9))
+
+
+topologies = st.sampled_from([0, 1, 2, 3])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(v=size, r1=rate, r2=rate, a=alpha, p=st.integers(min_value=1, max_value=64), topo=topologies,
+       peers=st.integers(min_value=1, max_value=64))
+def test_collectives_monotone_and_never_worse_than_the_ring(v, r1, r2, a, p, topo, peers):
+    from dse.model.links import alltoall_time, collective
+
+    lo, hi = sorted((r1, r2))
+    for kind in ("all_reduce", "reduce_scatter", "all_gather"):
+        slow = collective(kind, v, p, lo, a, 1.0, topo, peers)[0]
+        fast = collective(kind, v, p, hi, a, 1.0, topo, peers)[0]
+        assert fast <= slow * (1 + 1e-12)  # more link bandwidth, never slower
+        assert collective(kind, v, p, lo, 2 * a, 1.0, topo, peers)[0] >= slow * (1 - 1e-12)  # more alpha, not faster
+    # the choice is never worse than the ring every topology has
+    ring_rate = lo * (2 if topo in (2, 3) else 1)
+    assert collective("all_reduce", v, p, lo, a, 1.0, topo, peers)[0] <= ring_allreduce_time(v, p, ring_rate, a) \
+        * (1 + 1e-12)
+    assert alltoall_time(v, p, hi, a, 1.0, topo, peers)[0] <= alltoall_time(v, p, lo, a, 1.0, topo, peers)[0] \
+        * (1 + 1e-12)

@@ -268,3 +268,51 @@ def test_slots_without_wait_are_serial_and_double_buffering(n, t_l, t_c):
     two = input_slot_schedule(n, 2, t_l, t_l, t_c).completion
     assert one == pytest.approx(serial_time(n, t_l, t_c), rel=1e-12, abs=1e-12)
     assert two == pytest.approx(double_buffer_time(n, t_l, t_c), rel=1e-12, abs=1e-12)
+
+
+def _flow_shop(stage_times, items):
+    """Completion time of ``items`` identical items through stages in a row, each stage one resource that takes
+    one item at a time, simulated item by item: an item enters stage j when it has left stage j - 1 and the
+    item before it has left stage j."""
+    done = [0.0] * len(stage_times)
+    for _ in range(items):
+        t = 0.0
+        for j, d in enumerate(stage_times):
+            t = max(t, done[j]) + d
+            done[j] = t
+    return done[-1]
+
+
+def test_flow_time_is_the_flow_shop():
+    """GPipe (Huang et al. 2019): 4 stages of 1 ms, 16 micro-batches: 19 ms, each stage busy 16 of them, a bubble of
+    (p - 1) / (m + p - 1) = 3 / 19; a slow link between the stages sets the pace instead."""
+    from dse.model.pipeline import flow_time
+
+    assert flow_time([1e-3] * 4, 16) == pytest.approx(19e-3)
+    assert 1 - 16 * 1e-3 / flow_time([1e-3] * 4, 16) == pytest.approx(3 / 19)
+    for stages, m in (([1.0, 0.2, 1.0, 0.2, 1.0], 7), ([0.5, 3.0, 0.5], 4), ([2.0], 5), ([1.0, 2.0, 0.5, 0.25], 1)):
+        assert flow_time(stages, m) == pytest.approx(_flow_shop(stages, m))
+    # the double buffer is the two-stage case (seed 004 §4.4.2: 8 blocks, 2 us load, 1 us compute: 17 us)
+    assert flow_time([2e-6, 1e-6], 8) == pytest.approx(17e-6) == pytest.approx(_flow_shop([2e-6, 1e-6], 8))
+    with pytest.raises(SpecError, match="items"):
+        flow_time([1.0], 0)
+    with pytest.raises(SpecError, match="items"):
+        flow_time([1.0], 2.5)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(work=st.floats(min_value=1e-9, max_value=1.0), p=st.integers(min_value=1, max_value=16),
+       m=st.integers(min_value=1, max_value=64), hop=st.floats(min_value=0.0, max_value=1e-2))
+def test_more_micro_batches_of_the_same_work_are_never_slower(work, p, m, hop):
+    """A stage's work split into m micro-batches (stage time work / (m p)), with p - 1 hops between the stages
+    whose time does not shrink with the micro-batch (the fixed alpha): m + 1 micro-batches never take longer
+    than m when the hop stays below the stage time, and the flow never beats the work / p of one stage."""
+    from dse.model.pipeline import flow_core
+
+    def t(n):
+        ts = work / (n * p)
+        return flow_core(p * ts + (p - 1) * hop, max(ts, hop if p > 1 else 0.0), n)
+
+    assert t(m) >= work / p * (1 - 1e-12)
+    if hop <= work / ((m + 1) * p):
+        assert t(m + 1) <= t(m) * (1 + 1e-12)

@@ -39,11 +39,17 @@ def test_pooled_front_of_the_old_objective_holds_only_batch_32(table):
 
 def test_batch_1_front_answers_batch_1(table):
     front = fronts(table, OBJECTIVES)["batch 1"]
-    fastest = front.nsmallest(1, "obj.tpot").iloc[0]
-    assert fastest["design"].startswith("groq-tsp") and fastest["design"].endswith("pipeline")
     b1 = table[table["scenario"] == "batch 1"]
     hbm = b1[b1["design"].str.startswith("h100")]
-    assert fastest["obj.tpot"] < hbm["obj.tpot"].min()
+    sram = b1[b1["design"].str.startswith("groq")]
+    # the fastest at batch 1 are 8 H100s in tensor parallel (0.90 ms: each all-reduce two direct steps through
+    # NVSwitch, issue 15 item 5; the old ring took 14) and the 96-chip SRAM pipeline (1.07 ms: each operator
+    # within one chip's 375 W); both on the front
+    fastest_sram = sram.nsmallest(1, "obj.tpot").iloc[0]
+    assert fastest_sram["design"] == "groq-tsp x96 pipeline" and fastest_sram["design"] in set(front["design"])
+    assert hbm.nsmallest(1, "obj.tpot").iloc[0]["design"] == "h100-sxm x8"
+    assert 1.0 < fastest_sram["obj.tpot"] / hbm["obj.tpot"].min() < 1.3
+    assert fastest_sram["obj.tpot"] < hbm[hbm["design"] == "h100-sxm x4"]["obj.tpot"].min()
     # ... at more energy per token than a single HBM GPU: ~100 chips leak over a step the weight-stationary MXM
     # makes longer than the read at batch 1 (issue 15; tests/studies/test_worked_studies.py). Within 1.5-4x.
     ratio = (b1[b1["design"].str.startswith("groq")]["obj.energy_per_token"].min()
