@@ -306,7 +306,9 @@ def test_same_problem_same_answer_within_the_deterministic_limit(chip, overrides
     assert (a.tiles, a.slots, a.time_s, a.traffic_bytes, a.status) == (b.tiles, b.slots, b.time_s, b.traffic_bytes,
                                                                        b.status)
     assert a.info["statuses"] == b.info["statuses"] and a.solves == b.solves
-    assert a.info["deterministic_time"] == b.info["deterministic_time"]
+    # the same work to the last bits: CP-SAT's own float sum of its work counters differs by an ulp or two
+    # between runs of one process (seen: 0.0015375680668178852 vs ...854), which no limit decision can feel
+    assert a.info["deterministic_time"] == pytest.approx(b.info["deterministic_time"], rel=1e-12, abs=0)
     assert a.status == "OPTIMAL" and a.info["deterministic_time"] < DETERMINISTIC_LIMIT / 10
 
 
