@@ -340,7 +340,9 @@ def _least_energy(S: _Search, final, limit: float, run: bool):
     model.add(loc_n >= d.inn * v["tiles"])
     e_hi = d.e_local * (hi_m + hi_n) + d.e_a * d.qn_max + d.e_b * d.qm_max + d.e_split * (d.split_max - 1)
     unit = e_hi / 2.0**40
-    k_loc, k_a, k_b, k_s = (to_int(x, unit, "down") for x in (d.e_local, d.e_a, d.e_b, d.e_split))
+    # (L2 requests: at least ceil(c / multicast) panels of each operand whatever the cluster's shape)
+    k_loc, k_a, k_b, k_s = (to_int(x, unit, "down") for x in (d.e_local, d.e_a / d.mcast, d.e_b / d.mcast,
+                                                              d.e_split))
     proxy = model.new_int_var(0, 2**41, f"energy_proxy[{S.op.name}]")
     model.add(proxy == k_loc * (loc_m + loc_n) + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
     S.bytes_cap = model.new_bool_var(f"bytes_best[{S.op.name}]")
@@ -348,8 +350,7 @@ def _least_energy(S: _Search, final, limit: float, run: bool):
     model.minimize(proxy)
 
     def tile_energy(c) -> float:  # the exact tile-dependent energy of a class's cheapest tile (J)
-        tm, tn = class_min(d, c[0], c[1])
-        return d.e_local * (tm + tn) * c[0] * c[1] + d.e_a * c[1] + d.e_b * c[0] + d.e_split * (c[2] - 1)
+        return d.tile_energy(*c)
 
     start = S.solves
     try:

@@ -36,7 +36,10 @@ GiB, MiB = 2**30, 2**20
 D = 4096  # Qwen3-8B hidden width: the Q projection is [M, 4096] x [4096, 4096]
 ONE_BY_ONE = {"m": 1, "n": 1, "k": 1}  # no instruction-tile padding (the seed's rooflines)
 #: the seed's energy tallies count the HBM row and the FMA row only (§4.1.3): on-chip levels cost nothing here
-NO_ON_CHIP_ENERGY = {"energy.l2": 0.0, "energy.local": 0.0, "energy.vector_flop": 0.0}
+NO_ON_CHIP_ENERGY = {"energy.l2": 0.0, "energy.local": 0.0, "energy.vector_flop": 0.0, "energy.register_file": 0.0}
+#: The seed's rooflines (seed 004 §4.8.1) have two resources, compute and memory: the variants that restate a
+#: chip as one unit of the seed's figures leave out the on-chip levels (dse.model.hierarchy) as well
+NO_ON_CHIP_LIMITS = {"local_bytes_per_cycle": float("inf"), "l2_bytes_per_cycle": float("inf")}
 
 
 # ---------------------------------------------------------------- helpers
@@ -75,7 +78,7 @@ def row(df, chip: str, workload: str | None = None):
 
 #: seed 004 §4.8.1: an RTX-4090-like roofline chip of exactly 165.2 TFLOP/s (BF16, FP32 accumulate) and
 #: 1.008 TB/s: one unit of 165,200 FLOP/cycle at 1 GHz, no instruction padding (so no waves either), no TDP
-SEED_4090 = variant("rtx-4090", {"name": "rtx-4090-seed", "units": 1, "clock": "1 GHz",
+SEED_4090 = variant("rtx-4090", {"name": "rtx-4090-seed", "units": 1, "clock": "1 GHz", **NO_ON_CHIP_LIMITS,
                                  "matrix": {"instruction": ONE_BY_ONE, "flops_per_cycle": {"bf16": 165200}}},
                     drop=("tdp",))
 
@@ -283,7 +286,7 @@ def test_energy_per_byte_levels():
 
 #: seed 004 §4.1.3: H100 (3.35 TB/s, 700 W) whose energies are the table's HBM2 row and FP16-FMA row, and no
 #: static power; unpadded instructions (the tally counts useful FLOPs)
-SEED_ENERGY_H100 = variant("h100", {"name": "h100-seed-energy", "matrix.instruction": ONE_BY_ONE,
+SEED_ENERGY_H100 = variant("h100", {"name": "h100-seed-energy", "matrix.instruction": ONE_BY_ONE, **NO_ON_CHIP_LIMITS,
                                     "energy": {"memory": _pj("hbm2", "pJ/B"),
                                                "flop": {"bf16": _pj("fp16_fma_per_flop", "pJ/FLOP")}},
                                     "power": {"static": "0 W", "clock": "0 W"}})
@@ -438,7 +441,7 @@ def test_weights_in_rom():
 def test_lanes_for_deadline():
     """15,134,641,792 operations on n lanes of 1 FMA per cycle at 1 GHz (one unit of 2n FLOP/cycle, unpadded)."""
     cid = "lanes_for_deadline"
-    lanes = variant("rtx-4090", {"name": "fma-lanes", "units": 1, "clock": "1 GHz",
+    lanes = variant("rtx-4090", {"name": "fma-lanes", "units": 1, "clock": "1 GHz", **NO_ON_CHIP_LIMITS,
                                  "matrix": {"instruction": ONE_BY_ONE, "flops_per_cycle": {"bf16": 2}}},
                     drop=("tdp",))
     ops = W.build({"name": "ops", "ops": [{"gemm": {"m": 277, "n": 277, "k": 98624}}]})  # 2 m n k = the count
