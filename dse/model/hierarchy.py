@@ -65,8 +65,9 @@ def local_read_bytes(tiles, k, tm, tn, rm, rn, a_elem_bytes, b_elem_bytes):
 def level_time(nbytes, bytes_per_cycle, clock_hz):
     """Seconds to move ``nbytes`` through a level of ``bytes_per_cycle`` at ``clock_hz``: 0 without traffic;
     a level without bandwidth (0) never limits (it is not modelled, inf bytes/cycle is the same)."""
+    nbytes, rate = np.asarray(nbytes, dtype=float), np.asarray(bytes_per_cycle, dtype=float) * clock_hz
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((nbytes > 0) & (bytes_per_cycle > 0), nbytes / (bytes_per_cycle * clock_hz), 0.0)
+        return np.where((nbytes > 0) & (rate > 0), np.divide(nbytes, rate), 0.0)
 
 
 def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):
