@@ -109,6 +109,7 @@ class OpTable:
     on_chip_c: np.ndarray
     causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
     rate_keys: tuple[str, ...] = ()  # the matrix-rate key of each operator: its format, or "narrow|wide"
+    attn_groups: tuple = ()  # (QK, softmax, PV) columns of each fused attention block (their blocks pipeline)
     dequant_flops: np.ndarray | None = None  # vector FLOPs to dequantize the narrow operand (that path only)
 
 
@@ -147,6 +148,7 @@ def op_table(workload, fused: bool = True) -> OpTable:
         on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
         causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
         rate_keys=tuple(_rate_key(o) for o in ops),
+        attn_groups=tuple((i - 1, i, i + 1) for i, sm in enumerate(attn_softmax) if fused and sm),
         dequant_flops=np.array([_dequant_flops(o) for o in ops], dtype=float),
     )
 
@@ -585,6 +587,78 @@ def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
     return out
 
 
+def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clocked_parts, busy1, clocked1, t_memory,
+                     waves, tdp, c: "ChipColumns", law):
+    """The sustained clock of each fused attention block (QK, softmax, PV), whose operators run at once
+    (:func:`_attention_overlap`): one operating point for the three (dse.model.power.sustained_operating_point)
+    on their summed energies over the block's busy time at the design clock (the same pipeline of the units'
+    own resources, ``busy_parts``: matrix, vector, L2, local buffer, with the L2 as a floor) and their summed
+    memory time."""
+    shape = np.broadcast_shapes(np.shape(cr), np.shape(e_comp), np.shape(busy1))
+    cr, stretch = np.array(np.broadcast_to(cr, shape)), np.array(np.broadcast_to(stretch, shape))
+
+    def cut(x, cols):
+        return np.broadcast_to(x, shape)[:, cols]
+
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        w = np.maximum(cut(waves, cols)[:, :1], 1.0)
+
+        def block(parts, in_a_row):  # the block's time from the per-operator times of its resources
+            matrix, vector, l2, local = (cut(x, cols) for x in parts)
+            s_loc = pipeline.overlapped_core(matrix, vector, local).sum(axis=1, keepdims=True)
+            o_loc = pipeline.overlapped_core(*(x.sum(axis=1, keepdims=True) for x in (matrix, vector, local)))
+            with np.errstate(invalid="ignore"):
+                pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
+            return np.minimum(np.maximum(pipe, l2.sum(axis=1, keepdims=True)), in_a_row)
+
+        # (with and without the waves' loss, as the power ceiling takes them; the block's time at the clock found
+        # is at least its time here over that clock: _attention_overlap)
+        busy_g = block(busy_parts, cut(busy1, cols).sum(axis=1, keepdims=True))
+        clocked_g = block(clocked_parts, cut(clocked1, cols).sum(axis=1, keepdims=True))
+        r, st = pw.sustained_operating_point(tdp, cut(e_comp, cols).sum(axis=1, keepdims=True),
+                                             cut(e_mem, cols).sum(axis=1, keepdims=True), busy_g, clocked_g,
+                                             cut(t_memory, cols).sum(axis=1, keepdims=True), c.leak, c.clk, law,
+                                             MIN_CLOCK_RATIO)
+        cr[:, cols], stretch[:, cols] = r, st
+    return cr, stretch
+
+
+def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
+    """Operator times of each fused attention block (QK, softmax, PV) whose blocks pipeline across resources.
+
+    seed 004 §4.2.3 (Example 4-1): the matrix unit, the exponentials (the vector unit) and the shared-memory
+    interface work on different blocks at once, so once the pipeline runs the block interval is the slowest
+    resource's: per resource the three operators' times add (work on one resource adds, seed 004 §4.8.1:
+    :func:`dse.model.pipeline.shared_core`), and the resources overlap (:func:`~dse.model.pipeline.
+    overlapped_core`). Each unit's first block still passes its three stages one after the other: over the w
+    blocks a unit computes (QK's waves), its own resources (matrix, vector, local buffer) take
+    S / w + O (1 - 1 / w), S the three operators' times on them one after the other, O their overlap (one
+    block: S; many: the steady interval). The resources the units share (main memory, L2, die-to-die link)
+    stay busy through the other units' first blocks: their sums are a floor. The block's time, never more
+    than the three operators' own times in a row, is shared among them in proportion to those times.
+    ``resources``: the per-operator times (matrix, vector, memory, L2, local buffer, die-to-die link);
+    ``scale``: dies where an operator runs centralized on one die (its units' work takes dies x its time).
+    """
+    shape = np.broadcast_shapes(t_op.shape, *(np.shape(r) for r in resources))
+    t_op = np.array(np.broadcast_to(t_op, shape))
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        serial = t_op[:, cols].sum(axis=1)
+        local = [np.broadcast_to(resources[i], shape)[:, cols] * np.broadcast_to(scale, shape)[:, cols]
+                 for i in (0, 1, 4)]
+        shared = [np.broadcast_to(resources[i], shape)[:, cols].sum(axis=1) for i in (2, 3, 5)]
+        s_loc = pipeline.overlapped_core(*local).sum(axis=1)
+        o_loc = pipeline.overlapped_core(*(r.sum(axis=1) for r in local))
+        w = np.maximum(np.broadcast_to(waves, shape)[:, cols[0]], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
+            total = np.minimum(pipeline.overlapped_core(pipe, *shared), serial)
+            share = np.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
+        t_op[:, cols] = t_op[:, cols] * share[:, None]
+    return t_op
+
+
 def _sum(x, cnt):
     """sum over operators of x x count: (rows, O) -> (rows,)."""
     return np.atleast_2d(x * cnt).sum(axis=1)
@@ -765,6 +839,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     clocked1 = pipeline.overlapped_core(t_m1, t_vector, t_l2_1, t_loc_1)
     cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, c.leak,
                                                c.clk, law, MIN_CLOCK_RATIO)
+    group_waves = tiling.waves(work_items, units) if ops.attn_groups else None
+    if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three
+        cr, stretch = _attention_clock(ops, cr, stretch, E_compute_op, E_mem_op, (t_c1, t_vector, t_l2_1, t_loc_c1),
+                                       (t_m1, t_vector, t_l2_1, t_loc_1), busy1, clocked1, t_memory, group_waves,
+                                       tdp, c, law)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
     if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
@@ -812,6 +891,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
     # takes the longer of the device's busy time and the host's launch time for all its kernels
     t_op = t_busy
+    if ops.attn_groups:  # a fused attention kernel's QK, softmax and PV pipeline across blocks (seed 004 §4.2.3)
+        t_op = _attention_overlap(ops, t_op, (t_matrix, t_vector, t_memory, t_l2, t_local, t_d2d),
+                                  np.where(np.broadcast_to(central, t_op.shape) > 0, dies, 1.0), group_waves)
     # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs
     v_op = law.voltage(cr)
     e_scale = pw.dynamic_energy_scale(v_op, law.v1)
@@ -923,8 +1005,15 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "sustained_clock_hz": clock[:, 0] * cr1,
         "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
     }
-    # the highest power any operator draws at the sustained clock, and the chip's limit
+    # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
+    # three operators draw theirs together, over the block's time)
     op_power = pw.average_power(E_compute_op + E_mem_op, t_op) + p_fixed_op
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        e_g = np.broadcast_to(E_compute_op + E_mem_op, t_op.shape)[:, cols].sum(axis=1, keepdims=True)
+        op_power = np.array(np.broadcast_to(op_power, t_op.shape))
+        op_power[:, cols] = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
+            np.broadcast_to(p_fixed_op, t_op.shape)[:, cols]
     out["peak_power_w"] = op_power.max(axis=1)
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5
