@@ -292,11 +292,28 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
     return 2.0 * mn * _pad(ops.k, ik) * ops.batch
 
 
+_GEMM_VIEWS: dict[int, "OpTable"] = {}
+
+
+def _gemm_view(ops: OpTable) -> OpTable:
+    """The op table restricted to its GEMM-like operators (the default tiles' level comparison runs on them)."""
+    view = _GEMM_VIEWS.get(id(ops))
+    if view is None or view.names != tuple(ops.names[i] for i in ops.gemm_cols):
+        cols = ops.gemm_cols
+        arrays = {f.name: getattr(ops, f.name)[cols] for f in dataclasses.fields(ops)
+                  if isinstance(getattr(ops, f.name), np.ndarray) and f.name != "gemm_cols"}
+        tuples = {f: tuple(getattr(ops, f)[i] for i in cols) for f in ("names", "kinds", "formats", "rate_keys")}
+        view = dataclasses.replace(ops, **arrays, **tuples, gemm_cols=np.arange(cols.size), causal_ops=(),
+                                   attn_groups=())
+        _GEMM_VIEWS[id(ops)] = view
+    return view
+
+
 def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels=None):
     """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`. ``levels``: the
-    matrix rate per unit (FLOP/s) and the on-chip levels (dse.model.hierarchy) the two candidate tilings of a
-    small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M (0: systolic), R_N,
-    multicast); None compares their matrix times alone."""
+    matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the candidate
+    tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M (0:
+    systolic), R_N, multicast); None compares their matrix times alone."""
     tk = 4 * ik
     buf = np.maximum(buf, 16 * 1024)
     # the largest square tile whose double-buffered working set (the wider operand's element size, an FP32
@@ -314,50 +331,24 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels=None):
     # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
     # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
     # operator down (for a fixed tile, waves = ceil(work / units) only falls as units grow)
-    def level_parts(tm_, tn_, tiles_, split_):  # (the matrix and local-buffer time, the L2 time), in s
-        unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
-        work = tiles_ * split_
-        waves = tiling.waves(work, units)
-        k = np.maximum(ops.k, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = waves * _padded_gemm_flops(ops, im, inn, ik) / np.maximum(work, 1.0) / unit_rate  # (the evaluator's)
-            reads = hierarchy.local_read_bytes(1.0, k, tm_, tn_, np.where(rm > 0, np.maximum(rm, im), tm_),
-                                               np.maximum(rn, inn), ops.ea, ops.eb)
-            t = np.maximum(t, np.where(loc_rate > 0, waves * reads / (split_ * loc_rate), 0.0))
-            cm, cn = tiling.ceil_div_core(ops.m, tm_), tiling.ceil_div_core(ops.n, tn_)
-            l2b = _l2_request_bytes(ops, cm, cn, mcast, 1.0, tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split_))
-            t2 = np.where(l2_rate > 0, l2b / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
-        return np.where(np.isfinite(t), t, np.inf), t2
-
-    def level_time(tm_, tn_, tiles_, split_):  # the slowest of the matrix and the on-chip levels (s)
-        t, t2 = level_parts(tm_, tn_, tiles_, split_)
-        return np.maximum(t, t2)
-
-    def best_split(tm_, tn_, tiles_, split_):
-        """(split, time): the partial sums of each extra split go through the L2 (dse.model.hierarchy); past the
-        split where the L2's time L_0 + P (s - 1) meets the units' D_1 / s (one wave: the matrix and local-buffer
-        time at s = 1, over s) more splits are slower. The best of filling the units and the two whole splits
-        around that crossing (which does not depend on the units)."""
-        best_t = level_time(tm_, tn_, tiles_, split_)
-        if not np.any(split_ > 1):
-            return split_, best_t
-        d1, l0 = level_parts(tm_, tn_, tiles_, np.ones_like(split_))
-        l2_rate = levels[1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = np.where(l2_rate > 0, tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, 2.0)
-                         / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
-            sx = np.where(p > 0, (-(l0 - p) + np.sqrt((l0 - p) ** 2 + 4.0 * p * d1)) / (2.0 * p), np.inf)
-        best = split_
-        for cand in (np.floor(sx), np.ceil(sx)):
-            cand = np.clip(np.where(np.isfinite(cand), cand, split_), 1.0, split_)
-            t_c = level_time(tm_, tn_, tiles_, cand)
-            take = t_c < best_t
-            best, best_t = np.where(take, cand, best), np.where(take, t_c, best_t)
-        return best, best_t
-
-    # (with the on-chip levels, split-K's partial sums cost L2 time: a grid smaller than the units compares the
-    # smaller tiles even where split-K fills the units)
-    short = (tiles * split < units) if levels is None else (tiles < units)
+    if levels is not None:
+        if ops.gemm_cols.size == 0:
+            return tm, tn, tk, split
+        # with the on-chip levels, on the GEMM-like operators (the others have no tiles)
+        cols = ops.gemm_cols
+        shape = np.broadcast_shapes(np.shape(tm), np.shape(tn), np.shape(split), np.shape(t),
+                                    (max([1] + [np.shape(x)[0] for x in levels if np.ndim(x) == 2]), 1))
+        full = [np.array(np.broadcast_to(x, shape)) for x in (tm, tn, split)]
+        sub = _gemm_view(ops)
+        lv = tuple(np.broadcast_to(x, np.broadcast_shapes(np.shape(x), (1, len(ops.names))))[:, cols]
+                   if np.ndim(x) == 2 and np.shape(x)[1] == len(ops.names) else x for x in levels)
+        tms, tns, sps = _tiles_by_levels(im, inn, ik, units, sub, lv, np.broadcast_to(t, shape)[:, cols],
+                                         q, *(x[:, cols] for x in full),
+                                         np.broadcast_to(np.minimum(ksteps, fits), shape)[:, cols])
+        for x, y in zip(full, (tms, tns, sps)):
+            x[:, cols] = y
+        return full[0], full[1], tk, full[2]
+    short = tiles * split < units
     if np.any(short):
         t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
         t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
@@ -369,16 +360,70 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels=None):
         def matrix_time(tm_, tn_, tiles_, split_):  # waves x (work per tile per split), up to a common factor
             return tiling.waves(tiles_ * split_, units) * tm_ * tn_ / split_
 
-        if levels is None:
-            better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
-        else:
-            split, t1 = best_split(tm, tn, tiles, split)
-            split2, t2 = best_split(tm2, tn2, tiles2, split2)
-            better = short & (t2 < t1)
+        better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
         tm, tn, split = np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
-    elif levels is not None:
-        split = best_split(tm, tn, tiles, split)[0]
     return tm, tn, tk, split
+
+
+def _tiles_by_levels(im, inn, ik, units, ops: OpTable, levels, t, q, tm, tn, split, split_cap):
+    """The default tiles' small-grid choice on the matrix and the on-chip levels (see :func:`_tiles`): the
+    square tile or the smaller one that spreads the grid over the units, each with its best split-K."""
+    unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
+    tiles = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)
+    pad_flops = _padded_gemm_flops(ops, im, inn, ik)
+    k = np.maximum(ops.k, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(l2_rate > 0, tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, 2.0)
+                     / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+
+    def level_parts(tm_, tn_, tiles_):  # at s = 1: (the matrix and local-buffer time, the L2 time), in s
+        waves = tiling.waves(tiles_, units)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_ = waves * pad_flops / np.maximum(tiles_, 1.0) / unit_rate  # (the evaluator's padded FLOPs)
+            reads = hierarchy.local_read_bytes(1.0, k, tm_, tn_, np.where(rm > 0, np.maximum(rm, im), tm_),
+                                               np.maximum(rn, inn), ops.ea, ops.eb)
+            t_ = np.maximum(t_, np.where(loc_rate > 0, waves * reads / loc_rate, 0.0))
+            cm, cn = tiling.ceil_div_core(ops.m, tm_), tiling.ceil_div_core(ops.n, tn_)
+            l2b = _l2_request_bytes(ops, cm, cn, mcast, 1.0, 0.0)
+            t2 = np.where(l2_rate > 0, l2b / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+        return np.where(np.isfinite(t_), t_, np.inf), t2
+
+    def best_split(tm_, tn_, tiles_, split_):
+        """(split, time): the partial sums of each extra split go through the L2 (dse.model.hierarchy). With
+        s <= floor(units / tiles) the work is one wave, so the matrix and local-buffer time is D_1 / s and the
+        L2's L_0 + P (s - 1) (D_1, L_0 at s = 1; P one split's partial sums): past the split where they meet,
+        more splits are slower. The best of filling the units and the two whole splits around that crossing
+        (which does not depend on the units, so more units are never slower)."""
+        d1, l0 = level_parts(tm_, tn_, tiles_)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            def time(s_):
+                return np.maximum(d1 / s_, l0 + p * (s_ - 1.0))
+
+            best, best_t = split_, time(split_)
+            if np.any(split_ > 1):
+                sx = np.where(p > 0, (-(l0 - p) + np.sqrt((l0 - p) ** 2 + 4.0 * p * d1)) / (2.0 * p), np.inf)
+                for cand in (np.floor(sx), np.ceil(sx)):
+                    cand = np.clip(np.where(np.isfinite(cand), cand, split_), 1.0, split_)
+                    t_c = time(cand)
+                    take = t_c < best_t
+                    best, best_t = np.where(take, cand, best), np.where(take, t_c, best_t)
+        return best, best_t
+
+    # (split-K's partial sums cost L2 time: a grid smaller than the units compares the smaller tiles even where
+    # split-K fills the units)
+    short = tiles < units
+    if not np.any(short):
+        return tm, tn, best_split(tm, tn, tiles, split)[0]
+    t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
+    t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
+    tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
+    tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
+    tiles2 = tiling.output_tiles(ops.m, ops.n, tm2, tn2, ops.batch)
+    split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, split_cap)
+    split, t1 = best_split(tm, tn, tiles, split)
+    split2, t2_ = best_split(tm2, tn2, tiles2, split2)
+    better = short & (t2_ < t1)
+    return np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
 
 
 def default_tiles(chips: Chips, ops: OpTable):
