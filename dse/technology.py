@@ -72,6 +72,7 @@ __all__ = [
     "area_model",
     "AreaModel",
     "chip_energy",
+    "on_chip_defaults",
     "sram_read_energy",
     "overridden",
 ]
@@ -385,6 +386,16 @@ class Packaging(Sourced):
 
 
 
+class OnChipDefaults(Sourced):
+    """The default bandwidths of the on-chip levels of chips that publish none (hierarchy.yaml)."""
+
+    local_bytes_per_cycle: PositiveFloat = Field(description="bytes per cycle per unit of a tensor-core chip's "
+                                                             "local buffer (shared memory, LDS)")
+    l2_bytes_per_cycle_per_unit: PositiveFloat = Field(description="bytes per cycle of a die's L2, per unit")
+    systolic_rows_per_cycle: PositiveFloat = Field(description="input rows per cycle a systolic array's local "
+                                                               "buffer delivers (x k x the widest format's bytes)")
+
+
 # ----------------------------------------------------------------- the area model
 
 
@@ -456,7 +467,7 @@ class Technology:
     afterwards. ``raw`` keeps the merged YAML data so overrides can chain.
     """
 
-    _TABLES = ("processes", "memories", "packaging", "area")
+    _TABLES = ("processes", "memories", "packaging", "area", "hierarchy")
 
     def __init__(self, raw: dict):
         self.raw = raw
@@ -492,6 +503,10 @@ class Technology:
             problems.extend(e.problems)
         try:
             self.area = validate(AreaModel, raw["area"], ("area",))
+        except SpecError as e:
+            problems.extend(e.problems)
+        try:
+            self.hierarchy = validate(OnChipDefaults, raw["hierarchy"], ("hierarchy",))
         except SpecError as e:
             problems.extend(e.problems)
         if problems:
@@ -568,7 +583,7 @@ class Technology:
                 raise SpecError(unknown_name("technology table", table, self._TABLES))
             if not isinstance(changes, dict):
                 raise SpecError(f"technology overrides: {table}: expected a mapping, got {type(changes).__name__}")
-            if table in ("packaging", "area"):
+            if table in ("packaging", "area", "hierarchy"):
                 raw[table] = _merge_record(raw[table], changes)
                 continue
             for name, fields in changes.items():
@@ -659,6 +674,7 @@ def default() -> Technology:
         "memories": load_yaml(TECH_DIR / "memories.yaml")["memories"],
         "packaging": load_yaml(TECH_DIR / "packaging.yaml"),
         "area": load_yaml(TECH_DIR / "area_model.yaml"),
+        "hierarchy": load_yaml(TECH_DIR / "hierarchy.yaml"),
     }
     return Technology(raw)
 
@@ -691,6 +707,11 @@ def packaging() -> Packaging:
 def area_model() -> AreaModel:
     """The default tables' parts-based die-area model (area_model.yaml)."""
     return default().area
+
+
+def on_chip_defaults() -> OnChipDefaults:
+    """The default tables' on-chip bandwidth rules (hierarchy.yaml; dse.model.hierarchy)."""
+    return default().hierarchy
 
 
 def overridden(overrides: dict | None) -> Technology:

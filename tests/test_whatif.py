@@ -147,16 +147,22 @@ def test_amdahl_decomposition_adds_up(seed, upgrades):
             assert g.fraction.sum() == pytest.approx(1.0, rel=1e-9)
             amdahl = 1.0 / sum(f / s for f, s in zip(g.fraction, g.speedup) if f > 0)
             assert amdahl == pytest.approx(t_ref / t_new, rel=1e-9)
-            if abs(t_new - t_ref) > 1e-12:
+            # the changes add up to the step's change (in seconds: the shares divide by it, and a change of 5e-8
+            # of the step, as a higher clock on the power-bound H100 prefill gives, leaves them 1e-16 / 5e-8 of
+            # float noise)
+            assert float((g.new_time_s - g.base_time_s).sum()) == pytest.approx(t_new - t_ref, abs=1e-12 * t_ref)
+            if abs(t_new - t_ref) > 1e-6 * t_ref:
                 assert g.share_of_change.sum() == pytest.approx(1.0, rel=1e-9)
 
 
 def test_bound_changes_match_the_operator_tables(upgrades):
     ops = upgrades.operators.set_index(["workload", "design", "op"])
-    # the 4K prefill's GEMMs are compute-bound on every design (the units' concurrent block reads each operand
-    # about once, dse.model.tiling.block_reads), so no upgrade changes their bound; decode stays memory-bound
+    # the 4K prefill's GEMMs are never memory-bound (the units' concurrent block reads each operand about once,
+    # dse.model.tiling.block_reads): in the heuristic's 128 x 128 tiles they are L2-bound on every design (issue 15
+    # item 1; test_evaluate's hand count: the q projection requests 1.64 GB from L2, 181 us at 9.06 TB/s against
+    # 139 us of matrix time), which no upgrade of the HBM, the clock or FP8 changes; decode stays memory-bound
     o = upgrades.operators
-    assert (o[(o.workload == PREFILL) & o.op.isin(["q_proj", "gate_proj", "down_proj"])].bound == "matrix").all()
+    assert (o[(o.workload == PREFILL) & o.op.isin(["q_proj", "gate_proj", "down_proj"])].bound == "l2").all()
     assert (o[(o.workload == DECODE) & o.op.isin(["q_proj", "gate_proj", "down_proj"])].bound == "memory").all()
     for _, r in upgrades.bound_changes.iterrows():
         assert r.before != r.after

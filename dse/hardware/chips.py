@@ -9,6 +9,7 @@ from dse.errors import SpecError, unknown_name
 from dse.hardware.records import ChipSpec, _canonical_format
 from dse.hardware.rules import KEEPS, MEMORY_CODE, OPTIONAL_INPUTS, derive, override_rules
 from dse.model.links import TOPOLOGIES
+from dse.precision import get_format
 
 
 class Chips:
@@ -82,6 +83,15 @@ class Chips:
                     "tech.operand_energy": node.operand_energy,
                     "tech.overhead_matrix": node.instruction_overhead.matrix,
                     "tech.overhead_vector": node.instruction_overhead.vector})
+        oc = technology.on_chip_defaults()  # the on-chip levels' default bandwidth rules (dse.model.hierarchy)
+        out.update({"tech.local_bytes_per_cycle": oc.local_bytes_per_cycle,
+                    "tech.l2_bytes_per_cycle_per_unit": oc.l2_bytes_per_cycle_per_unit,
+                    "tech.systolic_rows_per_cycle": oc.systolic_rows_per_cycle,
+                    # one input row per cycle of the array at its fastest format: max over formats of
+                    # FLOPs/cycle x bytes per value / (2 n) (TPU v1: 131,072 x 1 B / 512 = 256 B)
+                    "tech.systolic_row_bytes": max(r * get_format(f).bits_per_value / 8.0
+                                                   for f, r in spec.matrix.flops_per_cycle.items())
+                    / (2.0 * spec.matrix.instruction.n)})
         if spec.hbm is not None or spec.dram is not None:
             out["tech.memory_energy"] = technology.memory(spec.hbm.generation if spec.hbm is not None
                                                           else spec.dram.kind).energy_per_byte

@@ -47,9 +47,21 @@ class InstructionTile(Record):
     source: str | None = None
 
 
+class RegisterTile(Record):
+    """The output block one reader of the local buffer holds in registers (dse.model.hierarchy)."""
+
+    m: Count = Field(description="rows: each B element is read from the local buffer once per R_M rows of the tile")
+    n: Count = Field(description="columns: each A element is read once per R_N columns of the tile")
+    source: str | None = None
+
+
 class MatrixUnit(Record):
     instruction: InstructionTile = Field(InstructionTile(),
         description="the shape of the matrix instruction (tiles are whole multiples of it)")
+    register_tile: RegisterTile | None = Field(
+        None, description="the output block one reader (warp group, wave) accumulates in registers while it reads "
+                          "the tile's operands from the local buffer (dse.model.hierarchy); default: the "
+                          "instruction (m, n); a systolic array reads its weights once per tile")
     array: Literal["tensor_core", "systolic"] | None = Field(
         None, description="organisation of the matrix datapath: a tensor core fed from registers, or a "
                           "weight-stationary systolic array; default: systolic when the instruction streams one "
@@ -213,8 +225,12 @@ class Energy(Record):
     l2: EnergyPerByte | None = Field(None, description="L2 energy per byte (default: by its size and the node)")
     local: EnergyPerByte | None = Field(None,
         description="local-buffer energy per byte (default: by its size and the node)")
+    register_file: EnergyPerByte | None = Field(None,
+        description="register-file energy per byte of the matrix instructions' operand and accumulator traffic "
+                    "(default: the node's operand energy)")
     flop: dict[str, EnergyPerFlop] | None = Field(None,
-        description="matrix energy per FLOP by number format (default: from the node)")
+        description="matrix datapath energy per FLOP by number format, arithmetic and instruction overhead; the "
+                    "register file is its own level, energy.register_file (default: from the node)")
     source: str | None = None
 
 
@@ -327,7 +343,15 @@ class ChipSpec(Record):
         description="register file per compute unit (holds the accumulator tile on GPUs)")
     accumulator: BytesOrZero = Field(0.0,
         description="separate accumulator store per compute unit (TPU, TMEM, PSUM); 0: none")
+    local_bytes_per_cycle: float | None = Field(
+        None, gt=0, description="bytes per cycle one unit's local buffer delivers to its matrix unit (shared memory "
+                                "/ LDS bandwidth); default: the on-chip rule of dse/data/technology/hierarchy.yaml")
     l2: BytesOrZero = Field(0.0, description="last-level cache per die")
+    l2_bytes_per_cycle: float | None = Field(
+        None, gt=0, description="bytes per cycle the L2 of one die delivers to the units; default: the on-chip "
+                                "rule of dse/data/technology/hierarchy.yaml (per unit)")
+    l2_multicast: Count = Field(1, description="units that share one L2 request by multicast (Hopper / Blackwell "
+                                                "thread-block clusters with TMA multicast); 1: none")
     l2_physical: Bytes | None = Field(None, description="L2 on the die incl. disabled slices (area model); "
                                                         "default: l2")
     hbm: Hbm | None = Field(None, description="HBM main memory")

@@ -81,7 +81,9 @@ MEMORY_CODE = {k: i for i, k in enumerate(MEMORY_KINDS)}
 #: design point may give them whether its base chip does or not
 OPTIONAL_INPUTS = ("units_physical", "tdp", "sram.bank", "power.static", "power.clock", "power.rated_clock",
                    "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "l2_physical",
-                   "dram.bus_width", "hbm.stack_sites", "hbm.capacity", "links.scale_up.topology")
+                   "dram.bus_width", "hbm.stack_sites", "hbm.capacity", "links.scale_up.topology",
+                   "energy.register_file", "local_bytes_per_cycle", "l2_bytes_per_cycle", "matrix.register_tile.m",
+                   "matrix.register_tile.n")
 
 #: the links whose rate :func:`derive` computes
 LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")
@@ -103,9 +105,15 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                         per-die capacity)
     ``energy.l2``, ``energy.local`` = given, else the node's SRAM read energy of an array of ``l2`` /
                         ``local_buffer`` bytes (:func:`dse.technology.sram_read_energy`)
-    ``energy.flop.<fmt>`` = given, else the node's arithmetic J/FLOP x (1 + instruction overhead) + the
-                        instruction's register-file operand bytes per FLOP x the node's operand J/B
-                        (:func:`dse.model.power.matrix_energy_per_flop`; seed 004 §4.1.3)
+    ``energy.flop.<fmt>`` = given, else the node's arithmetic J/FLOP x (1 + instruction overhead): the matrix
+                        datapath (:func:`dse.model.power.matrix_energy_per_flop`; seed 004 §4.1.3)
+    ``energy.register_file`` = given, else the node's operand J/B: the register-file level, charged by the
+                        evaluator on each instruction's operand and accumulator bytes (dse.model.hierarchy)
+    ``local_bytes_per_cycle`` = given, else the on-chip rule (hierarchy.yaml): a tensor-core chip's default
+                        bytes per cycle per unit; a systolic array's input rows per cycle x the bytes of one
+                        row at its fastest format (FLOPs/cycle x bytes per value / 2 n)
+    ``l2_bytes_per_cycle`` = given, else the on-chip rule's bytes per cycle per unit x units (per die)
+    ``matrix.register_tile.m`` / ``.n`` = given, else the instruction's m / n
     ``energy.vector_flop`` = given, else the node's FP32 J/FLOP x (1 + vector instruction overhead)
     ``power.rated_clock`` = given, else the clock
     ``power.static``, ``power.clock`` = given, else NaN: the evaluator derives them from the die's area
@@ -156,10 +164,17 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     out["energy.local"] = given("energy.local", sram_energy(get("local_buffer")))
     for key in [k for k in a if k.startswith("tech.flop.")]:
         fmt = key[len("tech.flop."):]
-        derived = power.matrix_energy_per_flop(a[key], get("tech.overhead_matrix"), get("matrix.instruction.m"),
-                                               get("matrix.instruction.n"), get("matrix.instruction.k"),
-                                               format_bytes(fmt), get("tech.operand_energy"))
+        derived = power.matrix_energy_per_flop(a[key], get("tech.overhead_matrix"))
         out[f"energy.flop.{fmt}"] = given(f"energy.flop.{fmt}", derived)
+    out["energy.register_file"] = given("energy.register_file", get("tech.operand_energy"))
+    # the on-chip levels' bandwidths (dse.model.hierarchy; the rules of dse/data/technology/hierarchy.yaml)
+    systolic = get("matrix.systolic") > 0.5
+    out["local_bytes_per_cycle"] = given("local_bytes_per_cycle", np.where(
+        systolic, get("tech.systolic_rows_per_cycle") * get("tech.systolic_row_bytes"),
+        get("tech.local_bytes_per_cycle")))
+    out["l2_bytes_per_cycle"] = given("l2_bytes_per_cycle", get("tech.l2_bytes_per_cycle_per_unit") * get("units"))
+    out["matrix.register_tile.m"] = given("matrix.register_tile.m", get("matrix.instruction.m"))
+    out["matrix.register_tile.n"] = given("matrix.register_tile.n", get("matrix.instruction.n"))
     out["energy.vector_flop"] = given("energy.vector_flop",
                                       get("tech.vector_flop") * (1.0 + get("tech.overhead_vector")))
     out["power.rated_clock"] = given("power.rated_clock", get("clock"))

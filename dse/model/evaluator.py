@@ -12,7 +12,10 @@ one resource adds, dependent stages add):
     t_matrix = padded, wave-quantized FLOPs / (units x FLOP/cycle x sustained clock x eff)
     t_vector = vector FLOPs / vector rate + exps / exp rate
     t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
-    t_op     = max(t_matrix, t_vector, t_memory)          (kernel launches overlap device time)
+    t_l2     = what the local buffers read from the L2 / (L2 bytes/cycle x dies x sustained clock)
+    t_local  = what the matrix units read from their local buffers / (bytes/cycle x units x sustained clock),
+               wave-quantized like t_matrix                                  (dse.model.hierarchy)
+    t_op     = max(t_matrix, t_vector, t_memory, t_l2, t_local)   (kernel launches overlap device time)
     step     = max(sum of count x t_op, launches) + step overhead + scale-up links
                  (tensor parallel: all-reduces by the cheapest algorithm of the topology, and expert
                  parallel: two all-to-alls per MoE layer; dse.model.links.collective / alltoall_time)
@@ -20,10 +23,16 @@ one resource adds, dependent stages add):
                  p t_s + (p - 1) t_h + (m - 1) max(t_s, t_h)      (dse.model.pipeline.flow_core; GPipe)
                  t_s = one micro-batch's work / p, t_h = alpha + activations / R (seed 004 §4.5.3)
 
+Energy sums every level: the datapath's FLOPs, the register files (each instruction's operand and
+accumulator bytes x energy.register_file), the local buffer (fills and the matrix unit's reads), the L2 (what
+the local buffers read), main memory, the links, and static power over the time.
+
 Each rule is written once, in the module of its kind, and called from here (and from the CP-SAT data
 steps and dse.workload): padding, output tiles, waves, working sets, L2-panel re-reads, tile requests
-and split-K partial sums in :mod:`dse.model.tiling`; Little's law, alpha-beta transfers, the collectives
-by topology in :mod:`dse.model.links`; the flow of micro-batches in :mod:`dse.model.pipeline`; the sustained clock under the power ceiling, average and static
+and split-K partial sums in :mod:`dse.model.tiling`; the on-chip levels' traffic (register files, local
+buffer reads by register tile, L2 requests with multicast) in :mod:`dse.model.hierarchy`; Little's law,
+alpha-beta transfers, the collectives by topology in :mod:`dse.model.links`; the flow of micro-batches in
+:mod:`dse.model.pipeline`; the sustained clock under the power ceiling, average and static
 power in :mod:`dse.model.power`; resident bytes, fits and max batch in :mod:`dse.model.capacity`.
 
 Lower bounds the seeds quote, as columns beside the modelled time:
@@ -57,14 +66,14 @@ import pandas as pd
 
 from dse.errors import SpecError
 from dse.hardware import Chips
-from dse.model import area as area_mod, capacity as cap_rules, links, pipeline, power as pw, tiling
+from dse.model import area as area_mod, capacity as cap_rules, hierarchy, links, pipeline, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import pad_core as _pad
 from dse.precision import get_format, quant_error
 
-RESOURCES = ("matrix", "vector", "memory")
-#: The bound resource of an operator or a design, by its code (0, 1, 2).
-BOUND_NAMES = np.array(["compute", "vector", "memory"])
+RESOURCES = ("matrix", "vector", "memory", "l2", "local")
+#: The bound resource of an operator or a design, by its code (0 .. 4): the on-chip levels after main memory.
+BOUND_NAMES = np.array(["compute", "vector", "memory", "l2", "local"])
 
 # fall-back order when a chip lacks a format: run it on the next wider format the chip has
 _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "int8",
@@ -106,6 +115,7 @@ class OpTable:
     on_chip_c: np.ndarray
     causal_ops: tuple  # (column, Op) of causal attention operators: padded FLOPs skip masked tiles
     rate_keys: tuple[str, ...] = ()  # the matrix-rate key of each operator: its format, or "narrow|wide"
+    attn_groups: tuple = ()  # (QK, softmax, PV) columns of each fused attention block (their blocks pipeline)
     dequant_flops: np.ndarray | None = None  # vector FLOPs to dequantize the narrow operand (that path only)
 
 
@@ -144,6 +154,7 @@ def op_table(workload, fused: bool = True) -> OpTable:
         on_chip_c=np.array([fused and (o.kind == "attention_qk" or sm) for o, sm in zip(ops, attn_softmax)]),
         causal_ops=tuple((i, o) for i, o in enumerate(ops) if getattr(o, "causal", None)),
         rate_keys=tuple(_rate_key(o) for o in ops),
+        attn_groups=tuple((i - 1, i, i + 1) for i, sm in enumerate(attn_softmax) if fused and sm),
         dequant_flops=np.array([_dequant_flops(o) for o in ops], dtype=float),
     )
 
@@ -209,29 +220,37 @@ def _fallback_chain(fmt: str) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    """FLOPs/cycle/unit and J/FLOP each point runs ``fmt`` at: its own rate, else the first format of
-    :func:`_fallback_chain` it has (seed 004 §4.2.4); 0 where it has none."""
+def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit, J/FLOP and bytes per value each point runs ``fmt`` at: its own rate, else the first
+    format of :func:`_fallback_chain` it has (seed 004 §4.2.4); 0 where it has none."""
     rate = np.zeros(chips.n)
     energy = np.zeros(chips.n)
+    nbytes = np.full(chips.n, _value_bytes(fmt))
     done = np.zeros(chips.n, dtype=bool)
     for f in _fallback_chain(fmt):
         fp = chips.flops_per_cycle(f)
         ok = ~done & (fp > 0)
         if ok.all():  # the common case: every point has it
-            return fp.copy(), chips.get(f"energy.flop.{f}", 0.0).copy()
+            return fp.copy(), chips.get(f"energy.flop.{f}", 0.0).copy(), np.full(chips.n, _value_bytes(f))
         if ok.any():
             rate[ok] = fp[ok]
             energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
+            nbytes[ok] = _value_bytes(f)
             done |= ok
         if done.all():
             break
-    return rate, energy
+    return rate, energy, nbytes
 
 
-def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """FLOPs/cycle/unit, J/FLOP and the dequantizing flag (1 / 0) each point runs an operator of rate key
-    ``key`` (OpTable.rate_keys) at.
+@functools.lru_cache(maxsize=64)
+def _value_bytes(fmt: str) -> float:
+    """Bytes of one value of ``fmt`` (block scales included), the register-file bytes of its operands."""
+    return get_format(fmt).bits_per_value / 8.0
+
+
+def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """FLOPs/cycle/unit, J/FLOP of the datapath, the dequantizing flag (1 / 0) and the bytes per operand value
+    each point runs an operator of rate key ``key`` (OpTable.rate_keys) at.
 
     A format: :func:`_format_rate`. ``narrow|wide`` (weight-only quantization, seed 004 §4.2.4), chosen per
     chip: a native low-precision matrix path where the chip has the narrow format itself (the activations
@@ -239,18 +258,68 @@ def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     OpTable.dequant_flops) and multiplied there.
     """
     fmt, _, wide = key.partition("|")
-    r, e = _format_rate(chips, fmt)
+    r, e, b = _format_rate(chips, fmt)
     dq = np.zeros(chips.n)
     if wide:
         native = chips.flops_per_cycle(fmt) > 0
         if not native.all():
-            rw, ew = _format_rate(chips, wide)
-            r, e, dq = np.where(native, r, rw), np.where(native, e, ew), (~native).astype(float)
-    return r, e, dq
+            rw, ew, bw = _format_rate(chips, wide)
+            r, e, b, dq = (np.where(native, r, rw), np.where(native, e, ew), np.where(native, b, bw),
+                           (~native).astype(float))
+    return r, e, dq, b
 
 
-def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
-    """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`."""
+def register_bytes_per_flop(chips: Chips, elem_bytes) -> np.ndarray:
+    """Register-file bytes per matrix FLOP of each point's instruction at operand size ``elem_bytes``
+    (:func:`dse.model.hierarchy.register_bytes_per_flop`)."""
+    return hierarchy.register_bytes_per_flop(chips.get("matrix.instruction.m", 16), chips.get("matrix.instruction.n", 16),
+                                             chips.get("matrix.instruction.k", 16), elem_bytes)
+
+
+def _l2_request_bytes(ops: OpTable, c_m, c_n, mcast, visible, partial):
+    """Bytes the local buffers read from the L2 (dse.model.hierarchy): each output tile's A and B panels, the
+    requests shared by multicast within a cluster of units, C written once and the split-K partial sums;
+    operands that stay on chip (fused attention's scores and probabilities) never pass through it, causal
+    attention requests the keys of its visible tiles only, and a fused attention kernel keeps its query tile
+    in the local buffer over the whole key loop (FlashAttention, Dao et al. 2022): QK's A operand is requested
+    once. Vector operators read their inputs and write their outputs once."""
+    a_l2, b_l2 = np.where(ops.on_chip_a, 0.0, ops.a_bytes), ops.b_bytes * visible
+    r2a, r2b = hierarchy.cluster_requests(a_l2, b_l2, c_m, c_n, mcast)
+    r2a = np.where(ops.on_chip_c, 1.0, r2a)
+    c_l2 = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
+    return np.where(ops.is_gemm, a_l2 * r2a + b_l2 * r2b, a_l2 + ops.b_bytes) + c_l2 + partial
+
+
+def _padded_gemm_flops(ops: OpTable, im, inn, ik):
+    """FLOPs of the GEMM-like operators in whole instructions (seed 000 "Shape tails"). The kernel puts the
+    GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS libraries do for skinny
+    products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)."""
+    mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
+    return 2.0 * mn * _pad(ops.k, ik) * ops.batch
+
+
+_GEMM_VIEWS: dict[int, "OpTable"] = {}
+
+
+def _gemm_view(ops: OpTable) -> OpTable:
+    """The op table restricted to its GEMM-like operators (the default tiles' level comparison runs on them)."""
+    view = _GEMM_VIEWS.get(id(ops))
+    if view is None or view.names != tuple(ops.names[i] for i in ops.gemm_cols):
+        cols = ops.gemm_cols
+        arrays = {f.name: getattr(ops, f.name)[cols] for f in dataclasses.fields(ops)
+                  if isinstance(getattr(ops, f.name), np.ndarray) and f.name != "gemm_cols"}
+        tuples = {f: tuple(getattr(ops, f)[i] for i in cols) for f in ("names", "kinds", "formats", "rate_keys")}
+        view = dataclasses.replace(ops, **arrays, **tuples, gemm_cols=np.arange(cols.size), causal_ops=(),
+                                   attn_groups=())
+        _GEMM_VIEWS[id(ops)] = view
+    return view
+
+
+def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels=None):
+    """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`. ``levels``: the
+    matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the candidate
+    tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M (0:
+    systolic), R_N, multicast); None compares their matrix times alone."""
     tk = 4 * ik
     buf = np.maximum(buf, 16 * 1024)
     # the largest square tile whose double-buffered working set (the wider operand's element size, an FP32
@@ -268,6 +337,23 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
     # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
     # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
     # operator down (for a fixed tile, waves = ceil(work / units) only falls as units grow)
+    if levels is not None:
+        if ops.gemm_cols.size == 0:
+            return tm, tn, tk, split
+        # with the on-chip levels, on the GEMM-like operators (the others have no tiles)
+        cols = ops.gemm_cols
+        shape = np.broadcast_shapes(np.shape(tm), np.shape(tn), np.shape(split), np.shape(t),
+                                    (max([1] + [np.shape(x)[0] for x in levels if np.ndim(x) == 2]), 1))
+        full = [np.array(np.broadcast_to(x, shape)) for x in (tm, tn, split)]
+        sub = _gemm_view(ops)
+        lv = tuple(np.broadcast_to(x, np.broadcast_shapes(np.shape(x), (1, len(ops.names))))[:, cols]
+                   if np.ndim(x) == 2 and np.shape(x)[1] == len(ops.names) else x for x in levels)
+        tms, tns, sps = _tiles_by_levels(im, inn, ik, units, sub, lv, np.broadcast_to(t, shape)[:, cols],
+                                         q, *(x[:, cols] for x in full),
+                                         np.broadcast_to(np.minimum(ksteps, fits), shape)[:, cols])
+        for x, y in zip(full, (tms, tns, sps)):
+            x[:, cols] = y
+        return full[0], full[1], tk, full[2]
     short = tiles * split < units
     if np.any(short):
         t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
@@ -285,6 +371,67 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable):
     return tm, tn, tk, split
 
 
+def _tiles_by_levels(im, inn, ik, units, ops: OpTable, levels, t, q, tm, tn, split, split_cap):
+    """The default tiles' small-grid choice on the matrix and the on-chip levels (see :func:`_tiles`): the
+    square tile or the smaller one that spreads the grid over the units, each with its best split-K."""
+    unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
+    tiles = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)
+    pad_flops = _padded_gemm_flops(ops, im, inn, ik)
+    k = np.maximum(ops.k, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(l2_rate > 0, tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, 2.0)
+                     / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+
+    def level_parts(tm_, tn_, tiles_):  # at s = 1: (the matrix and local-buffer time, the L2 time), in s
+        waves = tiling.waves(tiles_, units)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_ = waves * pad_flops / np.maximum(tiles_, 1.0) / unit_rate  # (the evaluator's padded FLOPs)
+            reads = hierarchy.local_read_bytes(1.0, k, tm_, tn_, np.where(rm > 0, np.maximum(rm, im), tm_),
+                                               np.maximum(rn, inn), ops.ea, ops.eb)
+            t_ = np.maximum(t_, np.where(loc_rate > 0, waves * reads / loc_rate, 0.0))
+            cm, cn = tiling.ceil_div_core(ops.m, tm_), tiling.ceil_div_core(ops.n, tn_)
+            l2b = _l2_request_bytes(ops, cm, cn, mcast, 1.0, 0.0)
+            t2 = np.where(l2_rate > 0, l2b / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+        return np.where(np.isfinite(t_), t_, np.inf), t2
+
+    def best_split(tm_, tn_, tiles_, split_):
+        """(split, time): the partial sums of each extra split go through the L2 (dse.model.hierarchy). With
+        s <= floor(units / tiles) the work is one wave, so the matrix and local-buffer time is D_1 / s and the
+        L2's L_0 + P (s - 1) (D_1, L_0 at s = 1; P one split's partial sums): past the split where they meet,
+        more splits are slower. The best of filling the units and the two whole splits around that crossing
+        (which does not depend on the units, so more units are never slower)."""
+        d1, l0 = level_parts(tm_, tn_, tiles_)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            def time(s_):
+                return np.maximum(d1 / s_, l0 + p * (s_ - 1.0))
+
+            best, best_t = split_, time(split_)
+            if np.any(split_ > 1):
+                sx = np.where(p > 0, (-(l0 - p) + np.sqrt((l0 - p) ** 2 + 4.0 * p * d1)) / (2.0 * p), np.inf)
+                for cand in (np.floor(sx), np.ceil(sx)):
+                    cand = np.clip(np.where(np.isfinite(cand), cand, split_), 1.0, split_)
+                    t_c = time(cand)
+                    take = t_c < best_t
+                    best, best_t = np.where(take, cand, best), np.where(take, t_c, best_t)
+        return best, best_t
+
+    # (split-K's partial sums cost L2 time: a grid smaller than the units compares the smaller tiles even where
+    # split-K fills the units)
+    short = tiles < units
+    if not np.any(short):
+        return tm, tn, best_split(tm, tn, tiles, split)[0]
+    t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
+    t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
+    tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
+    tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
+    tiles2 = tiling.output_tiles(ops.m, ops.n, tm2, tn2, ops.batch)
+    split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, split_cap)
+    split, t1 = best_split(tm, tn, tiles, split)
+    split2, t2_ = best_split(tm2, tn2, tiles2, split2)
+    better = short & (t2_ < t1)
+    return np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
+
+
 def default_tiles(chips: Chips, ops: OpTable):
     """Output tile (T_M, T_N), T_K and split-K from a buffer-filling heuristic (seed 004 §4.3.2, §4.4.2).
 
@@ -298,10 +445,16 @@ def default_tiles(chips: Chips, ops: OpTable):
     where the exact optimum matters.
     """
     N, O = chips.n, len(ops.names)
-    cols = [chips.get("matrix.instruction.m", 16)[:, None], chips.get("matrix.instruction.n", 16)[:, None],
-            chips.get("matrix.instruction.k", 16)[:, None], chips.get("local_buffer", 0.0)[:, None],
-            chips.total_units[:, None], _psum_capacity(chips)[:, None]]
-    return tuple(np.broadcast_to(x, (N, O)) for x in _tiles(*cols, ops))
+    c = _chip_columns(chips, ops)
+    tiles = _tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, _tile_levels(c, _by_format(c.fpc, ops)))
+    return tuple(np.broadcast_to(x, (N, O)) for x in tiles)
+
+
+def _tile_levels(c: "ChipColumns", fpc) -> tuple:
+    """The matrix rate per unit and the on-chip levels' rates the default tiles compare candidates on."""
+    clock = c.clock
+    return (fpc * clock * c.ceff, np.where(c.l2 > 0, c.l2bw * c.dies * clock, 0.0), np.where(c.buf > 0, c.locbw * clock, 0.0),
+            np.where(c.sys > 0.5, 0.0, c.rm), c.rn, c.mcast)
 
 
 def _psum_capacity(chips: Chips) -> np.ndarray:
@@ -330,10 +483,13 @@ _INPUTS = (
     ("ep", "system.expert_parallel", 1.0),
     ("sys", "matrix.systolic", 0.0), ("wload", "matrix.weight_load_cycles", np.nan),
     ("npart", "system.partitions", 1.0),
+    ("rm", "matrix.register_tile.m", 16.0), ("rn", "matrix.register_tile.n", 16.0),
+    ("locbw", "local_bytes_per_cycle", 0.0), ("l2bw", "l2_bytes_per_cycle", 0.0), ("mcast", "l2_multicast", 1.0),
+    ("e_reg", "energy.register_file", 0.0),
 )
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
-_SYSTEM_SCALED = ("units", "bw_raw", "cap", "leak", "clk", "tdp", "tdp_limit", "fixed1", "l2")
+_SYSTEM_SCALED = ("units", "bw_raw", "cap", "leak", "clk", "tdp", "tdp_limit", "fixed1", "l2", "l2bw")
 #: ... and those that add up under pipeline parallelism too (each chip runs its layers at its own rates).
 _PIPELINE_SCALED = ("cap", "leak", "clk", "tdp", "tdp_limit", "fixed1")
 
@@ -362,6 +518,7 @@ class ChipColumns:
     rom_bw: np.ndarray | None = None
     rom_e: np.ndarray | None = None
     dq: dict[str, np.ndarray] | None = None  # per rate key: 1 where the narrow operand is dequantized
+    rbf: dict[str, np.ndarray] | None = None  # per rate key: register-file bytes per matrix FLOP
 
     def __getattr__(self, name: str) -> np.ndarray:
         try:
@@ -378,7 +535,7 @@ class ChipColumns:
             return v if v is None or v.shape[0] == 1 else v[s:e]
 
         return ChipColumns(cut(self.values), cut(self.fpc), cut(self.ef), cut(self.causal),
-                           one(self.rom_bw), one(self.rom_e), cut(self.dq or {}))
+                           one(self.rom_bw), one(self.rom_e), cut(self.dq or {}), cut(self.rbf or {}))
 
 
 def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
@@ -408,8 +565,10 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     tdp = chips.get("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
     peak = np.zeros(chips.n)  # the most compute power: the costliest format at the peak rate
-    for fmt in chips.formats:
-        peak = np.maximum(peak, chips.peak_flops(fmt) * chips.get(f"energy.flop.{fmt}", 0.0) * s1)
+    e_reg = chips.get("energy.register_file", 0.0)
+    for fmt in chips.formats:  # the datapath and its register-file traffic (dse.model.hierarchy)
+        e_fmt = chips.get(f"energy.flop.{fmt}", 0.0) + register_bytes_per_flop(chips, _value_bytes(fmt)) * e_reg
+        peak = np.maximum(peak, chips.peak_flops(fmt) * e_fmt * s1)
     p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
     fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
@@ -463,9 +622,11 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
             cols[name] = cols[name] / cols["npart"]
         cols["psum"] = cols["psum"] / cols["npart"]
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
-    fpc_cols, ef_cols, dq_cols = {}, {}, {}
+    fpc_cols, ef_cols, dq_cols, rbf_cols = {}, {}, {}, {}
     for key in sorted(set(ops.rate_keys)):
-        fpc_cols[key], ef_cols[key], dq_cols[key] = (_column(x) for x in matrix_rate(chips, key))
+        fpc, ef, dq, eb = matrix_rate(chips, key)
+        fpc_cols[key], ef_cols[key], dq_cols[key] = _column(fpc), _column(ef), _column(dq)
+        rbf_cols[key] = _column(np.asarray(register_bytes_per_flop(chips, eb), dtype=float))
     # causal attention: padded FLOPs of the visible tiles, per distinct instruction shape
     im, inn, ik = cols["im"][:, 0], cols["inn"][:, 0], cols["ik"][:, 0]
     causal = {col: np.asarray(op.padded_flops(im, inn, ik), dtype=float).reshape(-1, 1)
@@ -475,7 +636,7 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
         n = chips.n
         rom_bw = _column(np.broadcast_to(np.asarray(rom[0], dtype=float), (n,)))
         rom_e = _column(np.broadcast_to(np.asarray(rom[1], dtype=float), (n,)))
-    return ChipColumns(cols, fpc_cols, ef_cols, causal, rom_bw, rom_e, dq_cols)
+    return ChipColumns(cols, fpc_cols, ef_cols, causal, rom_bw, rom_e, dq_cols, rbf_cols)
 
 
 def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
@@ -489,6 +650,78 @@ def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
     for fmt, v in per_fmt.items():
         out[:, [i for i, f in enumerate(fmts) if f == fmt]] = v
     return out
+
+
+def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clocked_parts, busy1, clocked1, t_memory,
+                     waves, tdp, leak, clk, law):
+    """The sustained clock of each fused attention block (QK, softmax, PV), whose operators run at once
+    (:func:`_attention_overlap`): one operating point for the three (dse.model.power.sustained_operating_point)
+    on their summed energies over the block's busy time at the design clock (the same pipeline of the units'
+    own resources, ``busy_parts``: matrix, vector, L2, local buffer, with the L2 as a floor) and their summed
+    memory time."""
+    shape = np.broadcast_shapes(np.shape(cr), np.shape(e_comp), np.shape(busy1))
+    cr, stretch = np.array(np.broadcast_to(cr, shape)), np.array(np.broadcast_to(stretch, shape))
+
+    def cut(x, cols):
+        return np.broadcast_to(x, shape)[:, cols]
+
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        w = np.maximum(cut(waves, cols)[:, :1], 1.0)
+
+        def block(parts, in_a_row):  # the block's time from the per-operator times of its resources
+            matrix, vector, l2, local = (cut(x, cols) for x in parts)
+            s_loc = pipeline.overlapped_core(matrix, vector, local).sum(axis=1, keepdims=True)
+            o_loc = pipeline.overlapped_core(*(x.sum(axis=1, keepdims=True) for x in (matrix, vector, local)))
+            with np.errstate(invalid="ignore"):
+                pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
+            return np.minimum(np.maximum(pipe, l2.sum(axis=1, keepdims=True)), in_a_row)
+
+        # (with and without the waves' loss, as the power ceiling takes them; the block's time at the clock found
+        # is at least its time here over that clock: _attention_overlap)
+        busy_g = block(busy_parts, cut(busy1, cols).sum(axis=1, keepdims=True))
+        clocked_g = block(clocked_parts, cut(clocked1, cols).sum(axis=1, keepdims=True))
+        r, st = pw.sustained_operating_point(tdp, cut(e_comp, cols).sum(axis=1, keepdims=True),
+                                             cut(e_mem, cols).sum(axis=1, keepdims=True), busy_g, clocked_g,
+                                             cut(t_memory, cols).sum(axis=1, keepdims=True), leak, clk, law,
+                                             MIN_CLOCK_RATIO)
+        cr[:, cols], stretch[:, cols] = r, st
+    return cr, stretch
+
+
+def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
+    """Operator times of each fused attention block (QK, softmax, PV) whose blocks pipeline across resources.
+
+    seed 004 §4.2.3 (Example 4-1): the matrix unit, the exponentials (the vector unit) and the shared-memory
+    interface work on different blocks at once, so once the pipeline runs the block interval is the slowest
+    resource's: per resource the three operators' times add (work on one resource adds, seed 004 §4.8.1:
+    :func:`dse.model.pipeline.shared_core`), and the resources overlap (:func:`~dse.model.pipeline.
+    overlapped_core`). Each unit's first block still passes its three stages one after the other: over the w
+    blocks a unit computes (QK's waves), its own resources (matrix, vector, local buffer) take
+    S / w + O (1 - 1 / w), S the three operators' times on them one after the other, O their overlap (one
+    block: S; many: the steady interval). The resources the units share (main memory, L2, die-to-die link)
+    stay busy through the other units' first blocks: their sums are a floor. The block's time, never more
+    than the three operators' own times in a row, is shared among them in proportion to those times.
+    ``resources``: the per-operator times (matrix, vector, memory, L2, local buffer, die-to-die link);
+    ``scale``: dies where an operator runs centralized on one die (its units' work takes dies x its time).
+    """
+    shape = np.broadcast_shapes(t_op.shape, *(np.shape(r) for r in resources))
+    t_op = np.array(np.broadcast_to(t_op, shape))
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        serial = t_op[:, cols].sum(axis=1)
+        local = [np.broadcast_to(resources[i], shape)[:, cols] * np.broadcast_to(scale, shape)[:, cols]
+                 for i in (0, 1, 4)]
+        shared = [np.broadcast_to(resources[i], shape)[:, cols].sum(axis=1) for i in (2, 3, 5)]
+        s_loc = pipeline.overlapped_core(*local).sum(axis=1)
+        o_loc = pipeline.overlapped_core(*(r.sum(axis=1) for r in local))
+        w = np.maximum(np.broadcast_to(waves, shape)[:, cols[0]], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
+            total = np.minimum(pipeline.overlapped_core(pipe, *shared), serial)
+            share = np.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
+        t_op[:, cols] = t_op[:, cols] * share[:, None]
+    return t_op
 
 
 def _sum(x, cnt):
@@ -527,14 +760,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     if tiles is None:
-        tm, tn, tk, split = _tiles(im, inn, ik, c.buf, units, c.psum, ops)
+        tm, tn, tk, split = _tiles(im, inn, ik, c.buf, units, c.psum, ops, _tile_levels(c, fpc))
     else:
         tm, tn, tk, split = tiles
     g = ops.is_gemm
-    # the kernel puts the GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS
-    # libraries do for skinny products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)
-    mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
-    padded_flops = np.where(g, 2.0 * mn * _pad(ops.k, ik) * ops.batch, ops.flops)
+    padded_flops = np.where(g, _padded_gemm_flops(ops, im, inn, ik), ops.flops)
     if (c.sys > 0.5).any():
         # a weight-stationary systolic array (``matrix.systolic``; seed 004 §4.7.1: weights of one k x n block sit
         # in the array, input rows stream through one per cycle): a block's weights take ``weight_load_cycles``
@@ -551,12 +781,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             rows = np.maximum(ops.m, load) + (ik + inn) / r * np.minimum(units, blocks) / np.maximum(blocks, 1.0)
         systolic = 2.0 * _pad(ops.n, inn) * _pad(ops.k, ik) * ops.batch * rows
         padded_flops = np.where(g & (c.sys > 0.5), systolic, padded_flops)
+    visible = 1.0  # the share of its tiles an operator computes (causal attention: those on or below the diagonal)
     if ops.causal_ops:  # causal attention skips tiles above the diagonal (seed 004 §4.8.2)
         causal = c.causal
         rows = max(padded_flops.shape[0], *(v.shape[0] for v in causal.values()))
-        padded_flops = np.array(np.broadcast_to(padded_flops, (rows, padded_flops.shape[1])))
+        full = np.broadcast_to(padded_flops, (rows, padded_flops.shape[1]))
+        padded_flops = np.array(full)
         for col, v in causal.items():
             padded_flops[:, col] = v[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            visible = np.where(full > 0, padded_flops / full, 1.0)
     tiles_out = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)  # 0 for vector operators
     work_items = tiles_out * split
     wave_eff = tiling.wave_efficiency(work_items, units)  # 1 without work items
@@ -566,8 +800,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
     # operand, or once per L2 panel where that is wider; with the whole operand in L2 it is read once.
     t2 = tiling.l2_panel(l2, ops.k, ops.ea, ops.eb)
-    rA, rB = tiling.block_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, tiling.ceil_div_core(ops.m, tm),
-                                tiling.ceil_div_core(ops.n, tn), units, split,
+    c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)  # output tiles along M and N
+    rA, rB = tiling.block_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, c_m, c_n, units, split,
                                 tiling.operand_reads(ops.a_gemm, ops.n, 1.0, t2, l2),
                                 tiling.operand_reads(ops.b_gemm, ops.m, 1.0, t2, l2), tiling.block_span(l2, c.buf))
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
@@ -582,13 +816,20 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
         bytes_mem = bytes_mem - bytes_w
         bytes_comp = bytes_comp - ops.weight_bytes
-    a_req, b_req, _ = tiling.gemm_traffic(ops.a_bytes, ops.b_bytes, ops.c_bytes, ops.m, ops.n, tm, tn)
-    bytes_req = np.where(g, a_req + b_req, ops.a_bytes + ops.b_bytes) + ops.c_bytes
+    # ---- what the local buffers read from the L2 (dse.model.hierarchy): each output tile's A and B panels
+    # (requests shared by multicast within a cluster of units), C written once; operands that stay on chip (fused
+    # attention's scores and probabilities) never pass through it
     # split-K adds partial sums, through L2 when they fit there, else through memory (0 for vector operators)
     partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
     if tiles is not None:  # (the default split keeps them in L2)
         bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
-    bytes_req = bytes_req + partial
+    bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
+    # ---- what the matrix unit reads from its local buffer (dse.model.hierarchy): each operand element once per
+    # register tile of the other's extent (a systolic array holds its weights for the tile's rows); the fills the
+    # tile rule writes into it (tiling.local_buffer_bytes) add to its energy
+    rm = np.where(c.sys > 0.5, tm, np.maximum(c.rm, im)) if (c.sys > 0.5).any() else np.maximum(c.rm, im)
+    local_reads = hierarchy.local_read_bytes(tiles_out * visible, ops.k, tm, tn, rm, np.maximum(c.rn, inn),
+                                             np.where(ops.on_chip_a, 0.0, ops.ea), ops.eb)
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
@@ -615,12 +856,18 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         t_vector = np.where(np.isfinite(t_vector), t_vector,
                             np.where((vector_flops + ops.exps) > 0, np.inf, 0.0))
 
-    # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP
+    # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP, every level that exists: the
+    # register files (each instruction's operands and accumulators), the local buffer (fills and the matrix
+    # unit's reads), the L2 (what the local buffers read), main memory
     e_mem = c.e_mem
-    local_bytes = tiling.local_buffer_bytes(tiles_out, ops.k, tm, tn, ops.emax)  # 0 for vector operators
+    has_loc, has_l2 = c.buf > 0, l2 > 0
+    local_bytes = tiling.local_buffer_bytes(tiles_out * visible, ops.k, tm, tn, ops.emax) + local_reads  # 0: vector ops
+    local_bytes = np.where(has_loc, local_bytes, 0.0)
+    l2_bytes = np.where(has_l2, bytes_req, 0.0)
+    reg_bytes = np.where(g, padded_flops, 0.0) * _by_format(c.rbf, ops)
     cnt = ops.count
     E_compute_op = padded_flops * e_flop + (vector_flops + ops.exps) * c.e_vec \
-        + local_bytes * c.e_loc + bytes_req * c.e_l2
+        + reg_bytes * c.e_reg + local_bytes * c.e_loc + l2_bytes * c.e_l2
     E_mem_op = bytes_mem * e_mem
     e_w = e_mem if rom is None else rom[1]
     if rom is not None:
@@ -652,9 +899,20 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if (c.pipe > 0.5).any():  # a pipeline runs each operator on one chip: that chip's TDP, leakage and clock power
         one = np.where(c.pipe > 0.5, c.nsys, 1.0)
         tdp, leak_run, clk_run = tdp / one, c.leak / one, c.clk / one
-    cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, np.maximum(t_c1, t_vector),
-                                               np.maximum(t_m1, t_vector), t_memory, leak_run, clk_run, law,
-                                               MIN_CLOCK_RATIO)
+    # the on-chip levels at the design clock (they run on the core clock): the L2 shared by the units, each
+    # unit's local buffer wave by wave like its matrix unit (no wave loss for the busy time, as t_c1)
+    t_l2_1 = hierarchy.level_time(np.where(has_l2, bytes_req, 0.0), c.l2bw * c.dies, clock)
+    t_loc_c1 = hierarchy.level_time(np.where(has_loc, local_reads, 0.0), c.locbw * units, clock)
+    t_loc_1 = t_loc_c1 / wave_eff
+    busy1 = pipeline.overlapped_core(t_c1, t_vector, t_l2_1, t_loc_c1)
+    clocked1 = pipeline.overlapped_core(t_m1, t_vector, t_l2_1, t_loc_1)
+    cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,
+                                               clk_run, law, MIN_CLOCK_RATIO)
+    group_waves = tiling.waves(work_items, units) if ops.attn_groups else None
+    if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three
+        cr, stretch = _attention_clock(ops, cr, stretch, E_compute_op, E_mem_op, (t_c1, t_vector, t_l2_1, t_loc_c1),
+                                       (t_m1, t_vector, t_l2_1, t_loc_1), busy1, clocked1, t_memory, group_waves,
+                                       tdp, leak_run, clk_run, law)
 
     sustained = rate * cr * ceff * wave_eff  # (wave_eff is 1 for vector operators)
     if (sustained > 0).all():  # (0 FLOPs / a rate = 0)
@@ -666,10 +924,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             t_matrix_ideal = np.where(ops.flops > 0, ops.flops / rate, 0.0)
         t_matrix = np.where(np.isfinite(t_matrix), t_matrix, np.inf)
     t_vector = t_vector / cr
+    t_l2, t_local = t_l2_1 / cr, t_loc_1 / cr
 
     koh = c.koh
     # independent resources overlap: the slowest sets the operator's time (seed 004 §4.8.1)
-    t_busy = pipeline.overlapped_core(t_matrix, t_vector, t_memory)
+    t_busy = pipeline.overlapped_core(t_matrix, t_vector, t_memory, t_l2, t_local)
     # ---- dies of one package (seed 004 §4.5.1): the work of each operator is placed where it is fastest, in
     # place (each die on its own memory's share; the others gather its output over the die-to-die link) or
     # centralized on one die (which reads the others' share over the link); the link is a resource beside the
@@ -682,8 +941,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         x_in, x_cen = links.die_link_bytes(dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_in = np.maximum(t_busy, np.where(multi, x_in / d2d_bw, 0.0))
-            t_central = np.where(multi, np.maximum(np.maximum(t_matrix, t_vector) * dies,
-                                                   np.maximum(t_memory, x_cen / d2d_bw)), np.nan)
+            # (the units' work and their local buffers move to one die; each die's L2 stays in front of its own
+            # memory, which it serves to the link)
+            t_central = np.where(multi, np.maximum(pipeline.overlapped_core(t_matrix, t_vector, t_local) * dies,
+                                                   pipeline.overlapped_core(t_memory, t_l2, x_cen / d2d_bw)),
+                                 np.nan)
         central = multi & (t_central < t_in)
         t_busy = np.where(central, t_central, t_in)
         d2d_bytes = np.where(central, x_cen, np.where(multi, x_in, 0.0))
@@ -698,6 +960,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
     # takes the longer of the device's busy time and the host's launch time for all its kernels
     t_op = t_busy
+    if ops.attn_groups:  # a fused attention kernel's QK, softmax and PV pipeline across blocks (seed 004 §4.2.3)
+        t_op = _attention_overlap(ops, t_op, (t_matrix, t_vector, t_memory, t_l2, t_local, t_d2d),
+                                  np.where(np.broadcast_to(central, t_op.shape) > 0, dies, 1.0), group_waves)
     # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs
     v_op = law.voltage(cr)
     e_scale = pw.dynamic_energy_scale(v_op, law.v1)
@@ -705,8 +970,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     p_fixed_op = pw.fixed_power(c.leak, c.clk, law, cr)
     E_fixed_op = p_fixed_op * t_op
     E_compute = _sum(E_compute_op, cnt)
-    # bound: the first resource with the largest time (matrix, vector, memory)
-    bound_idx = np.where(t_matrix >= np.maximum(t_vector, t_memory), 0, np.where(t_vector >= t_memory, 1, 2))
+    # bound: the first resource with the largest time (matrix, vector, memory, L2, local buffer)
+    t_top = pipeline.overlapped_core(t_matrix, t_vector, t_memory, t_l2, t_local)
+    bound_idx = np.where(t_matrix >= t_top, 0, np.where(t_vector >= t_top, 1, np.where(
+        t_memory >= t_top, 2, np.where(t_l2 >= t_top, 3, 4))))
     # the sustained clock reported per point: the FLOP-weighted mean of the operators' clocks
     cr_point = np.where(tot_padded > 0, (cr * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0),
                         cr.min(axis=1, keepdims=True))
@@ -744,7 +1011,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
-    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(3)]
+    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(len(BOUND_NAMES))]
     w = info
     tokens, flops = w.tokens, w.flops
     cr1 = cr_point[:, 0]
@@ -776,6 +1043,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],
         "time_memory_bound_s": t_bound[2],
+        "time_l2_bound_s": t_bound[3],
+        "time_local_bound_s": t_bound[4],
+        "t_l2_s": _sum(np.broadcast_to(t_l2, t_op.shape), cnt),
+        "t_local_s": _sum(np.broadcast_to(t_local, t_op.shape), cnt),
+        "bytes_l2": _sum(np.broadcast_to(l2_bytes, t_op.shape), cnt),
+        "bytes_local": _sum(np.broadcast_to(local_bytes, t_op.shape), cnt),
+        "bytes_register": _sum(np.broadcast_to(reg_bytes, t_op.shape), cnt),
         "flops": np.array([flops]),
         "padded_flops": pf_cnt.sum(axis=1),
         "bytes_memory": bytes_mem_tot,
@@ -787,6 +1061,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "energy_memory_j": E_mem,
         "energy_compute_j": E_compute,
         "energy_static_j": E_static,
+        "energy_register_j": _sum(np.broadcast_to(reg_bytes * c.e_reg * s1 * e_scale, t_op.shape), cnt),
+        "energy_local_j": _sum(np.broadcast_to(local_bytes * c.e_loc * s1 * e_scale, t_op.shape), cnt),
+        "energy_l2_j": _sum(np.broadcast_to(l2_bytes * c.e_l2 * s1 * e_scale, t_op.shape), cnt),
         "energy_weights_j": bytes_w_tot * e_w[:, 0],
         "energy_kv_j": bytes_kv_tot * e_mem[:, 0],
         "energy_per_token_j": energy / tokens,
@@ -795,8 +1072,15 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "sustained_clock_hz": clock[:, 0] * cr1,
         "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
     }
-    # the highest power any operator draws at the sustained clock, and the chip's limit
+    # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
+    # three operators draw theirs together, over the block's time)
     op_power = pw.average_power(E_compute_op + E_mem_op, t_op) + p_fixed_op
+    for cols in ops.attn_groups:
+        cols = list(cols)
+        e_g = np.broadcast_to(E_compute_op + E_mem_op, t_op.shape)[:, cols].sum(axis=1, keepdims=True)
+        op_power = np.array(np.broadcast_to(op_power, t_op.shape))
+        op_power[:, cols] = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
+            np.broadcast_to(p_fixed_op, t_op.shape)[:, cols]
     out["peak_power_w"] = op_power.max(axis=1)
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5
@@ -810,9 +1094,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["voltage_v"] = np.where(tp > 0, (vv * pp).sum(axis=1) / np.maximum(tp, 1.0), vv.min(axis=1))
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
-    # bound: the resource whose operators took the most time (first of matrix, vector, memory on a tie)
-    out["bound_code"] = np.where(t_bound[0] >= np.maximum(t_bound[1], t_bound[2]), 0,
-                                 np.where(t_bound[1] >= t_bound[2], 1, 2))
+    # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
+    out["bound_code"] = np.argmax(np.stack(t_bound), axis=0)
     # capacity (seed 004 §4.3.1)
     cap_bytes = c.cap[:, 0]
     resident = w.resident
@@ -825,6 +1108,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     ops_out = None
     if want_ops:
         ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory, bound=bound_idx,
+                       t_l2=t_l2, t_local=t_local, bytes_l2=l2_bytes, bytes_local=local_bytes,
+                       bytes_register=reg_bytes, visible=np.broadcast_to(visible, t_op.shape),
                            t_matrix_ideal=t_matrix_ideal, t_memory_compulsory=t_comp,
                            bytes_memory=bytes_mem, bytes_compulsory=bytes_comp, padded_flops=padded_flops,
                            tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op + E_fixed_op)
@@ -880,15 +1165,17 @@ def _system_step(c: ChipColumns, info: "WorkloadInfo", work):
 _NAN = np.array([np.nan])
 
 #: The per-operator arrays of :class:`OperatorBreakdown`, (N, O) each.
-_OP_FIELDS = ("t_op", "t_matrix", "t_vector", "t_memory", "t_matrix_ideal", "t_memory_compulsory", "bytes_memory",
-              "bytes_compulsory", "padded_flops", "energy", "tm", "tn", "split", "bound")
+_OP_FIELDS = ("t_op", "t_matrix", "t_vector", "t_memory", "t_l2", "t_local", "t_matrix_ideal", "t_memory_compulsory",
+              "bytes_memory", "bytes_l2", "bytes_local", "bytes_register", "bytes_compulsory", "padded_flops", "energy",
+              "visible", "tm", "tn", "split", "bound")
 
 
 @dataclass(frozen=True)
 class OperatorBreakdown:
     """One workload's per-operator figures for N points: (N, O) arrays, per instance of the operator.
 
-    ``t_*`` in s; ``bytes_*`` in B; ``energy`` in J; ``tm``/``tn``/``split`` the tiles;
+    ``t_*`` in s; ``bytes_*`` in B; ``energy`` in J; ``visible`` the share of its tiles an operator computes
+    (causal attention: those on or below the diagonal; 1 elsewhere); ``tm``/``tn``/``split`` the tiles;
     ``bound`` the index of the resource in :data:`BOUND_NAMES`; ``count`` instances of each operator.
     """
 
@@ -899,12 +1186,18 @@ class OperatorBreakdown:
     t_matrix: np.ndarray
     t_vector: np.ndarray
     t_memory: np.ndarray
+    t_l2: np.ndarray
+    t_local: np.ndarray
     t_matrix_ideal: np.ndarray
     t_memory_compulsory: np.ndarray
     bytes_memory: np.ndarray
+    bytes_l2: np.ndarray
+    bytes_local: np.ndarray
+    bytes_register: np.ndarray
     bytes_compulsory: np.ndarray
     padded_flops: np.ndarray
     energy: np.ndarray
+    visible: np.ndarray
     tm: np.ndarray
     tn: np.ndarray
     split: np.ndarray

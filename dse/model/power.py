@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["MIN_CLOCK_RATIO", "ACCUMULATOR_BYTES", "memory_power", "sustained_clock_ratio", "average_power",
            "energy_at_power", "power_density", "voltage_at", "dynamic_energy_scale", "leakage_scale",
-           "operand_bytes_per_flop", "matrix_energy_per_flop", "leakage_power", "clock_power", "ClockLaw",
+           "matrix_energy_per_flop", "leakage_power", "clock_power", "ClockLaw",
            "fixed_power", "operator_power", "sustained_operating_point", "BISECTION_STEPS"]
 
 #: Bytes of one accumulator value (FP32) a matrix instruction reads and writes.
@@ -58,17 +58,11 @@ def leakage_scale(v, v_nominal):
     return x * x
 
 
-def operand_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES):
-    """Register-file bytes per FLOP of an (m, n, k) matrix instruction: read A (m k) and B (k n) in the
-    input format, read and write the m n accumulators, over its 2 m n k FLOPs (H100 wgmma 64x8x16 BF16:
-    (2048 + 256 + 4096) / 16384 = 0.39 B/FLOP)."""
-    return (im * ik * elem_bytes + ik * inn * elem_bytes + 2.0 * im * inn * acc_bytes) / (2.0 * im * inn * ik)
-
-
-def matrix_energy_per_flop(arithmetic, overhead, im, inn, ik, elem_bytes, operand_energy):
-    """All-in J/FLOP of the matrix unit at V_nom: arithmetic x (1 + instruction overhead) + operand bytes per
-    FLOP x J/B (seed 004 §4.1.3: HMMA 110 pJ with 22% overhead, and the energy hierarchy's register files)."""
-    return arithmetic * (1.0 + overhead) + operand_bytes_per_flop(im, inn, ik, elem_bytes) * operand_energy
+def matrix_energy_per_flop(arithmetic, overhead):
+    """J/FLOP of the matrix datapath at V_nom: arithmetic x (1 + instruction overhead) (seed 004 §4.1.3: HMMA
+    110 pJ with 22% overhead). The register files the instruction reads and writes are their own level
+    (dse.model.hierarchy.register_bytes_per_flop x energy.register_file, charged by the evaluator)."""
+    return arithmetic * (1.0 + overhead)
 
 
 def leakage_power(logic_mm2, sram_mm2, leak_logic, leak_sram):

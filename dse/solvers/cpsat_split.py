@@ -19,6 +19,8 @@ wave quantization, tile shapes -- belongs to :mod:`dse.solvers.cpsat_tiles`):
     T = sum over workloads w (weight a_w / sum a) of sum over operators o (count c_o) of t_o
     t_o = max( K_o / (u f),  B_o(b, l) / (s R_stack),  B_o(b, l) / cap_Little )
     K_o = max(padded FLOPs / (FLOP/cycle x compute efficiency), vector cycles)   (unit-cycles; evaluator)
+          (a fused attention block's QK, softmax and PV, which pipeline across resources, are one operator:
+          the larger of their matrix and vector cycles added, their bytes and energies added)
     B_o(b, l) = the evaluator's off-chip bytes for o with the default tiles of a local buffer b and an L2 l
                 (re-reads of operands that do not fit L2); it does not depend on u, s or f
     t_o is the evaluator's compute-busy time of the operator at the peak clock (busy_c of its power
@@ -291,11 +293,23 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
         if not np.allclose(traffic, traffic[..., :1], rtol=1e-12):
             raise SolverError("split solver: the evaluator's off-chip traffic now depends on the clock, which the "
                               "split model takes as separable; revisit dse.solvers.cpsat_split")
-        names += [f"{w.name}/{n}" for n in t.names]
-        weights.append(a / total_weight * t.count)
-        cycles.append(np.maximum(k_matrix, k_vector) / g("dies", 1.0))
-        byte_rows.append(traffic[..., 0])  # (O, U, B, L): the units' concurrent block shares operand slices
-        energy_rows.append(ops.energy.T.reshape(O, nu, nb, nl, nf))
+        e_ops = ops.energy.T.reshape(O, nu, nb, nl, nf)
+        # a fused attention block's QK, softmax and PV pipeline across resources (dse.model.evaluator.
+        # _attention_overlap, seed 004 §4.2.3): one operator of the split model, whose compute is the larger of
+        # the three's matrix and vector cycles added, bytes and energy added (a lower bound of the block's time,
+        # and so an upper bound of its power)
+        groups = [list(cols) for cols in t.attn_groups]
+        alone = [i for i in range(O) if not any(i in cols for cols in groups)]
+        names += [f"{w.name}/{t.names[i]}" for i in alone] + [f"{w.name}/{t.names[c[0]]}+{t.names[c[2]]}" for c in groups]
+        weights.append(a / total_weight * np.concatenate([t.count[alone], [t.count[c[0]] for c in groups]]))
+        k_alone = np.maximum(k_matrix, k_vector)[alone]
+        k_groups = [max(k_matrix[c].sum(), k_vector[c].sum()) for c in groups]
+        cycles.append(np.concatenate([k_alone, k_groups]) / g("dies", 1.0))
+        # (O, U, B, L): the units' concurrent block shares operand slices
+        byte_rows.append(np.concatenate([traffic[alone, ..., 0]] + [traffic[c, ..., 0].sum(axis=0, keepdims=True)
+                                                                     for c in groups], axis=0))
+        energy_rows.append(np.concatenate([e_ops[alone]] + [e_ops[c].sum(axis=0, keepdims=True) for c in groups],
+                                          axis=0))
     weight, cyc, byt = np.concatenate(weights), np.concatenate(cycles), np.concatenate(byte_rows, axis=0)
     energy = np.concatenate(energy_rows, axis=0)
 

@@ -27,7 +27,11 @@ part of it):
     t_vector = t_vector(peak clock) x rho
     t_memory = (A r_A + B r_B + C + [partials > L2] P (s - 1)) / bandwidth
                r_A = min(c_N, ceil(N / t_2)) when A does not fit L2, else 1 (L2-panel re-reads; same for B)
-    t_op     = max(t_matrix, t_vector, t_memory)
+    t_l2     = (A ceil(c_N / b) + B ceil(c_M / a) + C + P (s - 1)) / L2 bandwidth x rho, for the multicast
+               cluster shape a x b (a b <= multicast) with the fewest bytes (dse.model.hierarchy)
+    t_local  = waves (K / s) (T_M ceil(T_N / R_N) e_A + T_N ceil(T_M / R_M) e_B) / a unit's local bandwidth x rho
+               (the matrix unit's reads per register tile R_M x R_N, wave by wave)
+    t_op     = max(t_matrix, t_vector, t_memory, t_l2, t_local)
     rho      = 1 / clock ratio, the operator's own power ceiling (seed 004 §4.1.3): at the peak clock the
                compute units draw p_comp = E_compute / busy_c, busy_c = max(t_c1, t_vector, t_memory) with
                t_c1 = F_pad / (rate x compute efficiency) (no wave loss), and memory p_mem = E_mem / t_busy1,
@@ -340,7 +344,9 @@ def _least_energy(S: _Search, final, limit: float, run: bool):
     model.add(loc_n >= d.inn * v["tiles"])
     e_hi = d.e_local * (hi_m + hi_n) + d.e_a * d.qn_max + d.e_b * d.qm_max + d.e_split * (d.split_max - 1)
     unit = e_hi / 2.0**40
-    k_loc, k_a, k_b, k_s = (to_int(x, unit, "down") for x in (d.e_local, d.e_a, d.e_b, d.e_split))
+    # (L2 requests: at least ceil(c / multicast) panels of each operand whatever the cluster's shape)
+    k_loc, k_a, k_b, k_s = (to_int(x, unit, "down") for x in (d.e_local, d.e_a / d.mcast, d.e_b / d.mcast,
+                                                              d.e_split))
     proxy = model.new_int_var(0, 2**41, f"energy_proxy[{S.op.name}]")
     model.add(proxy == k_loc * (loc_m + loc_n) + k_a * v["c_n"] + k_b * v["c_m"] + k_s * (v["split"] - 1))
     S.bytes_cap = model.new_bool_var(f"bytes_best[{S.op.name}]")
@@ -348,8 +354,7 @@ def _least_energy(S: _Search, final, limit: float, run: bool):
     model.minimize(proxy)
 
     def tile_energy(c) -> float:  # the exact tile-dependent energy of a class's cheapest tile (J)
-        tm, tn = class_min(d, c[0], c[1])
-        return d.e_local * (tm + tn) * c[0] * c[1] + d.e_a * c[1] + d.e_b * c[0] + d.e_split * (c[2] - 1)
+        return d.tile_energy(*c)
 
     start = S.solves
     try:
@@ -551,7 +556,11 @@ def solve_workload_tiles(workload: Workload, chip, *, deterministic_limit: float
     operator's clock by that operator's own power, and a step takes max(sum of device times, sum of kernel
     launches) + step overhead, whose launch side does not depend on the tiles; so the sum of the per-operator
     optima is the least device time, and no other tiles give a shorter step (never slower than the default
-    tiles, in particular). Each ``choices[name].time_s`` is that operator's t_op in the workload.
+    tiles, in particular). Each ``choices[name].time_s`` is that operator's t_op in the workload -- except a fused
+    attention block's QK and PV (issue 15 item 6): the block's three operators pipeline across resources with
+    one clock (dse.model.evaluator._attention_overlap) and share its time; each of the two is solved alone, for
+    its own time, and the block is never slower than the two alone plus the softmax (a joint choice of their
+    tiles for the block's overlap is not searched).
     """
     chips = as_chips(chip)
     g = lambda key: float(chips.get(key, 16.0)[0])  # noqa: E731

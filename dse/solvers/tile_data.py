@@ -19,8 +19,8 @@ import numpy as np
 
 from dse.errors import InfeasibleError, SpecError
 from dse.hardware import ChipSpec, Chips, load_chip
-from dse.model import links, power, tiling
-from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
+from dse.model import hierarchy, links, power, tiling
+from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs, register_bytes_per_flop
 from dse.workload import Op, Workload
 
 __all__ = ["SLOTS", "TIME_RTOL", "BYTES_RTOL", "MAX_SOLVES", "RHO_FLOOR", "TileChoice", "TileData", "tile_data", "evaluate_tiles",
@@ -153,6 +153,22 @@ class TileData:
     e_a: float                   # J per c_N (A requests)
     e_b: float                   # J per c_M (B requests)
     e_split: float               # J per extra split (partial sums requested through L2)
+    # on-chip levels (dse.model.hierarchy; 0 rate: the level is not there or not limited)
+    l2_rate: float = 0.0         # B/s the L2 delivers at the peak clock (all dies)
+    loc_rate: float = 0.0        # B/s one unit's local buffer delivers at the peak clock
+    rm: int = 0                  # register tile rows (0: a systolic array, which reads its weights once per tile)
+    rn: int = 1                  # register tile columns
+    mcast: int = 1               # units that share an L2 request by multicast
+    a_l2: float = 0.0            # A bytes requested from L2 per request count (0: A stays on chip)
+    a_once: bool = False         # A requested once (a fused attention kernel's query tile)
+    b_l2: float = 0.0            # B bytes per request count (x the visible share of causal tiles)
+    c_l2: float = 0.0            # C bytes written through L2
+    ea_loc: float = 0.0          # A bytes per element the matrix unit reads from the local buffer (0: in registers)
+    visible: float = 1.0         # share of the tiles computed (causal attention)
+    e_reads_max: float = 0.0     # J: an upper bound of the local buffer's read energy over the domain
+    e_loc_byte: float = 0.0      # J per local-buffer byte (0 without the level)
+    reads_lb: float = 0.0        # B: a lower bound of the local reads over the domain (its energy is in e_fixed)
+    reads_max: float = 0.0       # B: an upper bound of the local reads over the domain
     t_upper: float = math.inf    # s: the evaluator's time of a known feasible tiling (bounds the optimum)
     law: object = None           # the chip's dse.model.power.ClockLaw (scalars): dynamic power vs clock
 
@@ -202,7 +218,43 @@ class TileData:
     @property
     def e_max(self) -> float:
         return (self.e_fixed + self.e_local * self.p_max + self.e_a * self.qn_max + self.e_b * self.qm_max
-                + self.e_split * (self.split_max - 1))
+                + self.e_split * (self.split_max - 1) + self.e_reads_max)
+
+    # ---- the on-chip levels of a class's tiles, by the evaluator's rules (dse.model.hierarchy)
+    def l2_requests(self, cm, cn) -> tuple[float, float]:
+        """(r_A, r_B): panel requests of the class from L2 (multicast within a cluster; A once when a_once)."""
+        ra, rb = hierarchy.cluster_requests(self.a_l2, self.b_l2, cm, cn, self.mcast)
+        return (1.0 if self.a_once else float(ra)), float(rb)
+
+    def l2_bytes(self, cm, cn, split) -> float:
+        """Bytes the local buffers read from L2 (the evaluator's bytes_l2 of one count)."""
+        ra, rb = self.l2_requests(cm, cn)
+        return (self.a_l2 * ra + self.b_l2 * rb + self.c_l2
+                + float(tiling.partial_sum_bytes(self.m, self.n, self.batch, float(split))))
+
+    def reads_per_k(self, tm, tn) -> float:
+        """Bytes the matrix unit reads from the local buffer per tile and K element:
+        T_M ceil(T_N / R_N) e_A + T_N ceil(T_M / R_M) e_B (:func:`dse.model.hierarchy.local_read_bytes`)."""
+        rm = tm if self.rm == 0 else self.rm
+        return float(hierarchy.local_read_bytes(1.0, 1.0, tm, tn, rm, self.rn, self.ea_loc, self.eb))
+
+    def local_time(self, tm, tn, split) -> float:
+        """s: the local buffer's time of a tiling at the peak clock, wave by wave (0 without the level)."""
+        if self.loc_rate <= 0:
+            return 0.0
+        work = tiling.ceil_div_core(self.m, tm) * tiling.ceil_div_core(self.n, tn) * self.batch * split
+        waves = tiling.waves(work, self.units)
+        return float(self.visible * self.k * self.reads_per_k(tm, tn) * waves / (split * self.loc_rate))
+
+    def tile_energy(self, cm, cn, split) -> float:
+        """J of the tile-dependent energy of a class's cheapest tile: local-buffer fills and reads beyond the
+        constant lower bound in e_fixed, L2 panel requests, partial sums (at the design clock's voltage)."""
+        tm, tn = class_min(self, cm, cn)
+        ra, rb = self.l2_requests(cm, cn)
+        reads = self.batch * self.visible * self.k * cm * cn * self.reads_per_k(tm, tn)
+        return (self.e_local * (tm + tn) * cm * cn + self.e_loc_byte * (reads - self.reads_lb)
+                + self.e_a * ra + self.e_b * rb + self.e_split * (split - 1))
+
 
     @property
     def rho_max(self) -> float:
@@ -232,7 +284,7 @@ def tile_data(op: Op, chip) -> TileData:
     units = int(round(float(chips.total_units[0])))
     m, n, k, batch = int(op.m), int(op.n), int(op.k), int(op.batch)
     clock = g("clock")
-    fpc, e_flop, dequant = (float(v[0]) for v in matrix_rate(chips, t.rate_keys[0]))
+    fpc, e_flop, dequant, value_bytes = (float(v[0]) for v in matrix_rate(chips, t.rate_keys[0]))
     if fpc <= 0:
         raise SpecError(f"op {op.name}: chip has no matrix rate for format {t.formats[0]} or any wider one")
     ceff = g("calibration.compute_efficiency", 1.0)
@@ -283,8 +335,27 @@ def tile_data(op: Op, chip) -> TileData:
         raise InfeasibleError(f"op {op.name}: the chip's leakage and clock power, {floor_w:.1f} W even at its lowest "
                               f"clock, leave nothing of its TDP {tdp:.1f} W (raise the TDP or lower the leakage)")
     s1 = float(power.dynamic_energy_scale(law.v1, float(pin["v_nom"][0])))  # energies at the design voltage
-    e_loc, e_l2 = g("energy.local") * s1, g("energy.l2") * s1
+    # the on-chip levels (dse.model.hierarchy): a level exists where it has capacity; the evaluator's rules
+    has_l2, has_loc = l2 > 0, g("local_buffer") > 0
+    e_loc = g("energy.local") * s1 if has_loc else 0.0
+    e_l2 = g("energy.l2") * s1 if has_l2 else 0.0
     e_flop, e_vec = e_flop * s1, g("energy.vector_flop") * s1
+    e_reg = g("energy.register_file") * s1 * float(register_bytes_per_flop(chips, value_bytes)[0])  # J/FLOP
+    vis = float(ref.operators.visible[0, 0])
+    a_once = bool(t.on_chip_c[0])  # a fused QK keeps its query tile over the key loop (the evaluator's rule)
+    a_l2, b_l2 = a_mem, b_bytes * vis
+    ea_loc = 0.0 if bool(t.on_chip_a[0]) else ea
+    systolic = g("matrix.systolic") > 0.5
+    rm = 0 if systolic else max(int(g("matrix.register_tile.m", im)), im)
+    rn = max(int(g("matrix.register_tile.n", inn)), inn)
+    # local reads: c_M c_N T_M ceil(T_N / R_N) >= M N / R_N (c_M T_M >= M, c_N ceil(T_N / R_N) >= N / R_N), the B
+    # term alike (a systolic array: >= N); an upper bound from c_M T_M < 2 pad(M), c_N ceil(T_N / R_N) <= 2 pad(N)
+    # / R_N + c_N
+    pm, pn = float(tiling.pad_core(m, im)), float(tiling.pad_core(n, inn))
+    reads_lb = batch * vis * k * (ea_loc * m * n / rn + eb * n * (m / rm if rm else 1.0))
+    qm_max_, qn_max_ = tiling.ceil_div_core(m, im), tiling.ceil_div_core(n, inn)
+    reads_max = batch * vis * k * (ea_loc * 2 * pm * (2 * pn / rn + qn_max_)
+                                   + eb * 2 * pn * ((2 * pm / rm if rm else 1.0) + qm_max_))
     emax = max(ea, eb)
     qk_max = tiling.ceil_div_core(k, ik)
     data = TileData(
@@ -299,11 +370,20 @@ def tile_data(op: Op, chip) -> TileData:
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
         power_budget=p_budget, band_budget=band_budget, e_mem=g("energy.memory"),
         power_exponent=1,  # the band tolerance: g(r) grows at least as fast as r, so u-bands of (1 + rtol) are tight
-        e_fixed=fpad * e_flop + (vf + ex) * e_vec + e_l2 * c_bytes, law=law,
-        # local-buffer bytes per unit of (T_M + T_N) c_M c_N: tiles = c_M c_N batch (dse.model.tiling)
-        e_local=e_loc * float(tiling.local_buffer_bytes(float(batch), float(k), 1.0, 0.0, emax)),
-        # L2 requests: A once per c_N, B once per c_M (tiling.gemm_traffic), partial sums per extra split
-        e_a=e_l2 * a_bytes, e_b=e_l2 * b_bytes, e_split=e_l2 * pbytes,
+        # FLOPs and their register-file traffic, vector work, C written through L2 (A too, requested once), and
+        # the local reads' lower bound
+        e_fixed=fpad * (e_flop + e_reg) + (vf + ex) * e_vec + e_l2 * (c_mem + (a_l2 if a_once else 0.0))
+        + e_loc * reads_lb, law=law,
+        # local-buffer fill bytes per unit of (T_M + T_N) c_M c_N: tiles = c_M c_N batch (dse.model.tiling)
+        e_local=e_loc * vis * float(tiling.local_buffer_bytes(float(batch), float(k), 1.0, 0.0, emax)),
+        # L2 requests: A once per request of its panels, B alike (dse.model.hierarchy.cluster_requests), partial
+        # sums per extra split
+        e_a=0.0 if a_once else e_l2 * a_l2, e_b=e_l2 * b_l2, e_split=e_l2 * pbytes,
+        l2_rate=g("l2_bytes_per_cycle") * g("dies", 1.0) * clock if has_l2 else 0.0,
+        loc_rate=g("local_bytes_per_cycle") * clock if has_loc else 0.0,
+        rm=rm, rn=rn, mcast=max(1, int(round(g("l2_multicast", 1.0)))), a_l2=a_l2, a_once=a_once, b_l2=b_l2,
+        c_l2=c_mem, ea_loc=ea_loc, visible=vis, e_reads_max=e_loc * reads_max, e_loc_byte=e_loc, reads_lb=reads_lb,
+        reads_max=reads_max,
     )
     ok = fits(data, probe_m, probe_n, ik, SLOTS[0])
     t_upper = float(np.min(ref.operators.t_op[ok, 0])) if ok.any() else math.inf

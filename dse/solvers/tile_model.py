@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 from dse.errors import SolverError
 from dse.model import tiling
 from dse.solvers.cpsat_common import INT_LIMIT, to_int
-from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData
+from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData, class_min
 
 __all__ = ["TileModel", "TIME_BITS", "BW_BITS", "MIN_BYTE_SCALE", "P_BITS", "F_BITS", "NO_ROOM", "BAND_RTOL"]
 
@@ -90,7 +90,14 @@ class TileModel:
         self.bytes_max = (d.a_mem * ra_max + d.b_mem * rb_max + d.c_mem
                           + (d.partial_bytes * (d.split_max - 1) if d.split_max >= d.partial_split else 0.0))
         rho_max = d.rho_max if d.throttle == "maybe" else 1.0
-        t_ub = min(max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth),
+        # the on-chip levels (dse.model.hierarchy): the most L2 bytes (every request, every split) and the most
+        # local reads (each unit's reads over its bandwidth bound the wave-quantized time), at the peak clock
+        self.l2_max = (d.a_l2 * (1 if d.a_once else d.qn_max) + d.b_l2 * d.qm_max + d.c_l2
+                       + d.partial_bytes * (d.split_max - 1))
+        t_l2_max = self.l2_max / d.l2_rate if d.l2_rate > 0 else 0.0
+        t_loc_max = d.reads_max / d.loc_rate if d.loc_rate > 0 else 0.0
+        t_ub = min(max(self.c_float * rho_max, self.tv_float * rho_max, self.bytes_max / d.bandwidth,
+                       t_l2_max * rho_max, t_loc_max * rho_max),
                    d.t_upper * (1 + 2 * TIME_RTOL))  # the optimum and its ties are no slower than a known tiling
         self.t_hi = to_int(t_ub, self.q, "up") + 4
         # the least time the model itself allows (perfect waves, each tensor moved once): the objective's
@@ -163,6 +170,7 @@ class TileModel:
         m.add_division_equality(v["waves"], v["work"] + (d.units - 1), d.units)
         self._buffer()
         self._memory()
+        self._onchip()
         # time >= matrix and vector time at the peak clock (rho = 1): the relaxation every band tightens
         m.add_multiplication_equality(v["time_x_work"], [v["time"], v["work"]])
         m.add(v["time_x_work"] >= self.c_matrix(1.0) * v["waves"])
@@ -249,6 +257,127 @@ class TileModel:
         m.add(v["bytes"] == sum(terms))
         m.add(self.bw_q * v["time"] >= v["bytes"])
 
+    def _onchip(self):
+        """The L2 and local-buffer times (dse.model.hierarchy, at the peak clock):
+
+            BW2_q time >= bytes_L2 = A r_A + B r_B + C + P (s - 1)   r_A >= c_N / b, r_B >= c_M / a for one cluster
+                                                                     shape a x b (a b <= multicast), or c_N, c_M
+            2^j time s >= K_loc waves h                              h = T_M ceil(T_N / R_N) e_A + T_N ceil(T_M / R_M)
+                                                                     e_B (x 32: element sizes in 1/32 B)
+        K_loc = visible K / (local B/s x q x 32): a unit's reads per work item over its bandwidth, wave by wave.
+        """
+        d, m, v = self.d, self.model, self.v
+        self.l2_on = d.l2_rate > 0
+        self.loc_on = d.loc_rate > 0 and (d.ea_loc > 0 or d.eb > 0)
+        if self.l2_on:
+            sb2 = MIN_BYTE_SCALE
+            while d.l2_rate * self.q * sb2 < 2**BW_BITS:
+                sb2 *= 2
+            self.sb2 = sb2
+            self.bw2_q = to_int(d.l2_rate * self.q * sb2, rounding="up")  # up: the model time stays a lower bound
+            self.bw2_dn = to_int(d.l2_rate * self.q * sb2, rounding="down")
+            terms = [to_int((d.c_l2 + (d.a_l2 if d.a_once else 0.0)) * sb2, rounding="down")]
+            ops = [(name, size, count) for name, size, count in (("l2_reads_a", 0.0 if d.a_once else d.a_l2, "c_n"),
+                                                                 ("l2_reads_b", d.b_l2, "c_m")) if size > 0]
+            if d.mcast > 1 and ops:
+                # the cluster's shape a x b (a b <= multicast) that requests the fewest bytes:
+                # min over shapes of A ceil(c_N / b) + B ceil(c_M / a) (dse.model.hierarchy.cluster_requests)
+                size = {name: to_int(sz, 1 / sb2, "down") for name, sz, _ in ops}
+                ceil_of: dict[tuple[str, int], object] = {}
+
+                def ceil_var(count: str, q: int):
+                    if q == 1:
+                        return v[count]
+                    if (count, q) not in ceil_of:
+                        c = self._var(f"l2_{count}_per_{q}", 1, tiling.ceil_div_core(self.hi[count], q))
+                        m.add_division_equality(c, v[count] + (q - 1), q)
+                        ceil_of[(count, q)] = c
+                    return ceil_of[(count, q)]
+
+                shapes = sorted({(a, d.mcast // a) for a in range(1, d.mcast + 1)})
+                xs, hi = [], 0
+                for a, b in shapes:
+                    expr = 0
+                    h = 0
+                    if "l2_reads_a" in size:
+                        expr = expr + size["l2_reads_a"] * ceil_var("c_n", b)
+                        h += size["l2_reads_a"] * self.hi["c_n"]
+                    if "l2_reads_b" in size:
+                        expr = expr + size["l2_reads_b"] * ceil_var("c_m", a)
+                        h += size["l2_reads_b"] * self.hi["c_m"]
+                    x = self._var(f"l2_panels_{a}x{b}", 0, h)
+                    m.add(x == expr)
+                    xs.append(x)
+                    hi = max(hi, h)
+                best = self._var("l2_panels", 0, hi)
+                m.add_min_equality(best, xs)
+                terms.append(best)
+            else:
+                for name, size, count in ops:
+                    terms.append(to_int(size * sb2, rounding="down") * v[count])
+            if d.partial_bytes > 0 and d.split_max > 1:
+                terms.append(to_int(d.partial_bytes * sb2, rounding="down") * (v["split"] - 1))
+            self._var("bytes_l2", 0, to_int(self.l2_max * sb2, rounding="up") + 1)
+            m.add(v["bytes_l2"] == sum(terms))
+            m.add(self.bw2_q * v["time"] >= v["bytes_l2"])
+        if self.loc_on:
+            s = MIN_BYTE_SCALE
+            ea, eb = to_int(d.ea_loc, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
+            gn = self._var("reg_tiles_n", 1, tiling.ceil_div_core(self.hi["t_n"], d.rn))
+            m.add_division_equality(gn, v["t_n"] + (d.rn - 1), d.rn)
+            pa = self._var("reads_a", 0, self.hi["t_m"] * self.hi["reg_tiles_n"])
+            m.add_multiplication_equality(pa, [v["t_m"], gn])
+            if d.rm:
+                gm = self._var("reg_tiles_m", 1, tiling.ceil_div_core(self.hi["t_m"], d.rm))
+                m.add_division_equality(gm, v["t_m"] + (d.rm - 1), d.rm)
+                pb = self._var("reads_b", 0, self.hi["t_n"] * self.hi["reg_tiles_m"])
+                m.add_multiplication_equality(pb, [v["t_n"], gm])
+            else:  # a systolic array reads each weight once per tile
+                pb = v["t_n"]
+            h = self._var("reads_per_k", 0, ea * self.hi["reads_a"] + eb * (self.hi["reads_b"] if d.rm
+                                                                              else self.hi["t_n"]))
+            m.add(h == ea * pa + eb * pb)
+            kappa = d.visible * d.k / (d.loc_rate * self.q * s)  # q per (h x wave / split)
+            ts_hi = self.t_hi * d.split_max
+            self.loc_j = max(0, min(24 - math.floor(math.log2(max(kappa, 1e-300))), 61 - ts_hi.bit_length()))
+            self.k_loc = to_int(kappa * 2**self.loc_j, rounding="down")
+            self.kappa_loc = kappa
+            if self.k_loc <= 0:
+                self.loc_on = False  # (reads far faster than the time unit: the level never binds)
+                return
+            wh_hi = min(self.hi["waves"] * self.hi["reads_per_k"], (ts_hi << self.loc_j) // self.k_loc + 1)
+            wh = self._var("waves_x_reads", 0, wh_hi)
+            m.add_multiplication_equality(wh, [v["waves"], h])
+            ts = self._var("time_x_split", 0, ts_hi)
+            m.add_multiplication_equality(ts, [v["time"], v["split"]])
+            m.add((2**self.loc_j) * ts >= self.k_loc * wh)
+
+    def l2_units(self, cm: int, cn: int, split: int) -> int:
+        """The model's least L2 time (time units, peak clock) of a class, by the same terms as the constraint."""
+        if not self.l2_on:
+            return 0
+        d, sb2 = self.d, self.sb2
+        ra, rb = d.l2_requests(cm, cn)
+        out = to_int((d.c_l2 + (d.a_l2 if d.a_once else 0.0)) * sb2, rounding="down")
+        if not d.a_once:
+            out += to_int(d.a_l2 * sb2, rounding="down") * int(ra)
+        out += to_int(d.b_l2 * sb2, rounding="down") * int(rb)
+        if d.partial_bytes > 0 and d.split_max > 1:
+            out += to_int(d.partial_bytes * sb2, rounding="down") * (split - 1)
+        return tiling.ceil_div_core(out, self.bw2_q)
+
+    def local_units(self, cm: int, cn: int, split: int) -> int:
+        """The model's least local-buffer time (time units, peak clock) of a class's cheapest tile."""
+        if not self.loc_on:
+            return 0
+        d = self.d
+        tm, tn = class_min(d, cm, cn)
+        s = MIN_BYTE_SCALE
+        ea, eb = to_int(d.ea_loc, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
+        h = ea * tm * tiling.ceil_div_core(tn, d.rn) + eb * tn * (tiling.ceil_div_core(tm, d.rm) if d.rm else 1)
+        waves = tiling.waves(cm * cn * d.batch * split, d.units)
+        return tiling.ceil_div_core(self.k_loc * waves * h, (2**self.loc_j) * split)
+
     def bytes_of(self, cm: int, cn: int, split: int) -> int:
         """The model's integer bytes (x byte scale) of a class, by the same terms as the constraint."""
         d, sb = self.d, self.sb
@@ -266,7 +395,8 @@ class TileModel:
         work = cm * cn * d.batch * split
         waves = tiling.waves(work, d.units)
         return max(tiling.ceil_div_core(self.c_matrix(1.0) * waves, work),
-                   tiling.ceil_div_core(self.bytes_of(cm, cn, split), self.bw_q), self.c_vector(1.0), self.t_lo)
+                   tiling.ceil_div_core(self.bytes_of(cm, cn, split), self.bw_q), self.c_vector(1.0), self.t_lo,
+                   self.l2_units(cm, cn, split), self.local_units(cm, cn, split))
 
     def time_of(self, cm: int, cn: int, split: int) -> float:
         """The model's time (s) of a class at the peak clock: its least integer time, scaled back."""
@@ -300,7 +430,8 @@ class TileModel:
         # product's presolve costs up to 100x the solve), a lower bound short by the tiles' padding beyond M, N
         local = d.m * v["c_n"] + d.n * v["c_m"]
         k_fix, k_loc = to_int(d.e_fixed, e_unit, "down"), to_int(d.e_local, e_unit, "down")
-        k_a, k_b = to_int(d.e_a, e_unit, "down"), to_int(d.e_b, e_unit, "down")
+        # L2 requests: at least ceil(c / multicast) of each operand's panels (a lower bound of every cluster shape)
+        k_a, k_b = to_int(d.e_a / d.mcast, e_unit, "down"), to_int(d.e_b / d.mcast, e_unit, "down")
         k_s = to_int(d.e_split, e_unit, "down")
         self._k = {"fix": k_fix, "loc": k_loc, "a": k_a, "b": k_b, "s": k_s}
         hi = (k_fix + k_loc * (d.m * d.qn_max + d.n * d.qm_max) + k_a * d.qn_max + k_b * d.qm_max
@@ -313,8 +444,31 @@ class TileModel:
         t_up = self._var("t_memory_up", 0, tiling.ceil_div_core(self.bw_q * self.t_hi, bw_dn))
         m.add(t_up * bw_dn >= v["bytes"])
         m.add(t_up * bw_dn <= v["bytes"] + (bw_dn - 1))
-        busy = self._var("busy_compute", self.k_q, max(self.k_q, self.hi["t_memory_up"]))
-        m.add_max_equality(busy, [self.k_q, t_up])
+        parts, his = [self.k_q, t_up], [self.k_q, self.hi["t_memory_up"]]
+        # the on-chip levels at the peak clock lengthen the busy time too (rounded up: busy stays an upper bound)
+        if self.l2_on:
+            t2 = self._var("t_l2_up", 0, tiling.ceil_div_core(self.hi["bytes_l2"], max(self.bw2_dn, 1)) + 1)
+            m.add(t2 * max(self.bw2_dn, 1) >= v["bytes_l2"])
+            m.add(t2 * max(self.bw2_dn, 1) <= v["bytes_l2"] + (max(self.bw2_dn, 1) - 1))
+            parts.append(t2)
+            his.append(self.hi["t_l2_up"])
+        if self.loc_on:
+            # each unit's reads without wave loss: tiles x h x batch visible K / (units x local B/s), in q
+            th = self._var("tiles_x_reads", 0, self.hi["tiles"] * self.hi["reads_per_k"])
+            m.add_multiplication_equality(th, [v["tiles"], v["reads_per_k"]])
+            k1 = d.batch * self.kappa_loc / d.units  # q per unit of tiles x h
+            j1 = max(0, min(24 - math.floor(math.log2(max(k1, 1e-300))), 61 - self.hi["tiles_x_reads"].bit_length()
+                            - 2))
+            k1_up = to_int(k1 * 2**j1, rounding="up")
+            hi1 = tiling.ceil_div_core(k1_up * self.hi["tiles_x_reads"], 2**j1) + 1
+            tl = self._var("t_local_up", 0, hi1)
+            m.add((2**j1) * tl >= k1_up * th)
+            m.add((2**j1) * tl <= k1_up * th + (2**j1 - 1))
+            parts.append(tl)
+            his.append(self.hi["t_local_up"])
+            self._loc1 = (k1_up, j1)
+        busy = self._var("busy_compute", self.k_q, max(his))
+        m.add_max_equality(busy, parts)
         p_comp = self._var("p_comp", 0, tiling.ceil_div_core(hi, self.k_q))
         m.add_division_equality(p_comp, energy, busy)
         # room: what the compute may draw, TDP - the fixed power at the lowest clock (the most room any sustained
@@ -369,6 +523,12 @@ class TileModel:
                 m.add(v["time_x_work"] >= self.c_matrix(rho) * v["waves"]).only_enforce_if(lit)
                 if self.c_vector(rho) > 0:
                     m.add(v["time"] >= self.c_vector(rho)).only_enforce_if(lit)
+                # the on-chip levels run on the core clock too (dse.model.hierarchy)
+                if self.l2_on:
+                    m.add(to_int(self.bw2_q / rho, rounding="up") * v["time"] >= v["bytes_l2"]).only_enforce_if(lit)
+                if self.loc_on:
+                    m.add((2**self.loc_j) * v["time_x_split"] >= to_int(self.k_loc * rho, rounding="down")
+                          * v["waves_x_reads"]).only_enforce_if(lit)
             self._bands[key] = (lit, rho)
         return self._bands[key]
 
@@ -377,11 +537,21 @@ class TileModel:
         predate the power variables): where its band is split. None: no room (band NO_ROOM)."""
         self._power()
         d, v, k = self.d, self.v, self._k
-        val = {name: int(solver.value(v[name])) for name in ("c_m", "c_n", "split", "bytes")}
+        val = {name: int(solver.value(v[name])) for name in ("c_m", "c_n", "split", "bytes", "t_m", "t_n")}
         energy = (k["fix"] + k["loc"] * (d.m * val["c_n"] + d.n * val["c_m"]) + k["a"] * val["c_n"]
                   + k["b"] * val["c_m"] + k["s"] * (val["split"] - 1))
         t_up = tiling.ceil_div_core(val["bytes"], self.bw_dn)
-        p_comp = energy // max(self.k_q, t_up)
+        busy = max(self.k_q, t_up)
+        if self.l2_on:
+            busy = max(busy, tiling.ceil_div_core(int(solver.value(v["bytes_l2"])), max(self.bw2_dn, 1)))
+        if self.loc_on:
+            s = MIN_BYTE_SCALE
+            ea, eb = to_int(d.ea_loc, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
+            tm, tn = val["t_m"], val["t_n"]
+            h = ea * tm * tiling.ceil_div_core(tn, d.rn) + eb * tn * (tiling.ceil_div_core(tm, d.rm) if d.rm else 1)
+            k1_up, j1 = self._loc1
+            busy = max(busy, tiling.ceil_div_core(k1_up * val["c_m"] * val["c_n"] * h, 2**j1))
+        p_comp = energy // busy
         return min(p_comp * 2**self.f_bits // 2**self.pb, self.k_floor)
 
     def cuts(self, lo: int, hi: int | None, kx: int | None, whole: bool = False) -> list[tuple[int, int | None]]:

@@ -17,8 +17,9 @@ from dse.study.results import format_value
 from dse.units import format_quantity
 from dse.whatif.spec import BASELINE, EVALUATION_OPTIONS, Design
 
-#: resource classes of the time decomposition (the evaluator's bound index 0, 1, 2), then the rest
-RESOURCES = ("matrix", "vector", "memory")
+#: resource classes of the time decomposition (the evaluator's bound index 0 .. 4: dse.model.evaluator.RESOURCES),
+#: then the rest
+RESOURCES = ("matrix", "vector", "memory", "l2", "local")
 CLASSES = RESOURCES + ("overhead",)
 
 #: rows of the side-by-side table: (metric, label, unit)
@@ -326,7 +327,8 @@ def _clean(o):
     return o
 
 
-_COLORS = {"matrix": "#4C72B0", "vector": "#55A868", "memory": "#C44E52", "overhead": "#8C8C8C"}
+_COLORS = {"matrix": "#4C72B0", "vector": "#55A868", "memory": "#C44E52", "l2": "#DD8452", "local": "#937860",
+           "overhead": "#8C8C8C"}
 
 
 def _chart_figure(res):

@@ -36,7 +36,10 @@ GiB, MiB = 2**30, 2**20
 D = 4096  # Qwen3-8B hidden width: the Q projection is [M, 4096] x [4096, 4096]
 ONE_BY_ONE = {"m": 1, "n": 1, "k": 1}  # no instruction-tile padding (the seed's rooflines)
 #: the seed's energy tallies count the HBM row and the FMA row only (§4.1.3): on-chip levels cost nothing here
-NO_ON_CHIP_ENERGY = {"energy.l2": 0.0, "energy.local": 0.0, "energy.vector_flop": 0.0}
+NO_ON_CHIP_ENERGY = {"energy.l2": 0.0, "energy.local": 0.0, "energy.vector_flop": 0.0, "energy.register_file": 0.0}
+#: The seed's rooflines (seed 004 §4.8.1) have two resources, compute and memory: the variants that restate a
+#: chip as one unit of the seed's figures leave out the on-chip levels (dse.model.hierarchy) as well
+NO_ON_CHIP_LIMITS = {"local_bytes_per_cycle": float("inf"), "l2_bytes_per_cycle": float("inf")}
 
 
 # ---------------------------------------------------------------- helpers
@@ -75,7 +78,7 @@ def row(df, chip: str, workload: str | None = None):
 
 #: seed 004 §4.8.1: an RTX-4090-like roofline chip of exactly 165.2 TFLOP/s (BF16, FP32 accumulate) and
 #: 1.008 TB/s: one unit of 165,200 FLOP/cycle at 1 GHz, no instruction padding (so no waves either), no TDP
-SEED_4090 = variant("rtx-4090", {"name": "rtx-4090-seed", "units": 1, "clock": "1 GHz",
+SEED_4090 = variant("rtx-4090", {"name": "rtx-4090-seed", "units": 1, "clock": "1 GHz", **NO_ON_CHIP_LIMITS,
                                  "matrix": {"instruction": ONE_BY_ONE, "flops_per_cycle": {"bf16": 165200}}},
                     drop=("tdp",))
 
@@ -283,7 +286,7 @@ def test_energy_per_byte_levels():
 
 #: seed 004 §4.1.3: H100 (3.35 TB/s, 700 W) whose energies are the table's HBM2 row and FP16-FMA row, and no
 #: static power; unpadded instructions (the tally counts useful FLOPs)
-SEED_ENERGY_H100 = variant("h100", {"name": "h100-seed-energy", "matrix.instruction": ONE_BY_ONE,
+SEED_ENERGY_H100 = variant("h100", {"name": "h100-seed-energy", "matrix.instruction": ONE_BY_ONE, **NO_ON_CHIP_LIMITS,
                                     "energy": {"memory": _pj("hbm2", "pJ/B"),
                                                "flop": {"bf16": _pj("fp16_fma_per_flop", "pJ/FLOP")}},
                                     "power": {"static": "0 W", "clock": "0 W"}})
@@ -438,7 +441,7 @@ def test_weights_in_rom():
 def test_lanes_for_deadline():
     """15,134,641,792 operations on n lanes of 1 FMA per cycle at 1 GHz (one unit of 2n FLOP/cycle, unpadded)."""
     cid = "lanes_for_deadline"
-    lanes = variant("rtx-4090", {"name": "fma-lanes", "units": 1, "clock": "1 GHz",
+    lanes = variant("rtx-4090", {"name": "fma-lanes", "units": 1, "clock": "1 GHz", **NO_ON_CHIP_LIMITS,
                                  "matrix": {"instruction": ONE_BY_ONE, "flops_per_cycle": {"bf16": 2}}},
                     drop=("tdp",))
     ops = W.build({"name": "ops", "ops": [{"gemm": {"m": 277, "n": 277, "k": 98624}}]})  # 2 m n k = the count
@@ -562,3 +565,51 @@ def test_weight_stationary_array_under_fills_at_small_m():
                                                              "formats": {"weights": "int8", "activations": "int8"}}}]})
         r = evaluate(tpu, wl).iloc[0]
         assert r.padded_flops / r.flops == pytest.approx(want, rel=1e-9)
+
+
+# ---------------------------------------------------------------- attention pipeline (seed 004 §4.2.3, Example 4-1)
+
+
+def test_attention_block_pipeline_through_the_evaluator():
+    """Example 4-1 through the evaluator (issue 15 item 6): fused attention's QK, softmax and PV blocks pipeline
+    across the matrix unit, the exponentials and the shared-memory interface (dse.model.evaluator.
+    _attention_overlap), so once the pipeline runs each further 128 x 128 block (head dim 128) of one B200 SM
+    adds the slowest resource's time: max(1024, 1024, 768) = 1024 cycles, 1024 with the matrix 2x, 768 with the
+    exponentials 2x too, 512 with the shared memory 2x as well.
+
+    The SM as a chip: one unit at 1 GHz (a ns is a cycle), 8192 BF16 FLOP/cycle, 16 exponentials per cycle,
+    128 B/cycle of shared memory, B200's 128 x 256 register tile (tcgen05.mma: Q, K and V each read once per
+    block, 96 KiB); the example counts the exponentials only (no vector ALU time), no L2 and an unlimited main
+    memory. A query tile of 128 over 128 x B keys is B blocks: T(B) = one block serially + (B - 1) intervals,
+    so T(B + 1) - T(B) is the interval."""
+    cid = "attention_block_pipeline"
+    sm = variant("b200", {"name": "b200-one-sm", "dies": 1, "units": 1, "clock": "1 GHz", "l2": "0 B",
+                          "vector": {"flops_per_cycle": 1e12, "exp_per_cycle": 16},
+                          "local_bytes_per_cycle": 128, "power": {"static": "0 W", "clock": "0 W"}},
+                 drop=("tdp",))
+    configs = {"interval_cycles": (8192, 16, 128), "interval_matrix_2x": (16384, 16, 128),
+               "interval_matrix_and_exp_2x": (16384, 32, 128), "interval_all_2x": (16384, 32, 256)}
+    fpc, exp, smem = (np.array([c[i] for c in configs.values()], dtype=float) for i in range(3))
+    chips = Chips.from_base(sm, len(configs), {"matrix.flops_per_cycle.bf16": fpc, "vector.exp_per_cycle": exp,
+                                               "local_bytes_per_cycle": smem, "memory.bandwidth": np.full(4, 1e18)})
+
+    def step(blocks):
+        qk, softmax, pv = W.attention(1, 1, 128, 128, 128 * blocks, causal=False)
+        return W.Workload(name=f"attention-{blocks}", phase="ops", ops=(qk, softmax, pv))
+
+    t = {b: evaluate(chips, step(b), breakdown=b == 8) for b in (8, 9)}
+    interval = (t[9].time_s.to_numpy() - t[8].time_s.to_numpy()) * 1e9  # cycles
+    for key, got in zip(configs, interval):
+        approx(cid, key, round(got, 6))  # (a difference of two ~10^4-cycle times in seconds: 1e-10 of float noise)
+    # the three resources of one block, per operator (cycles of 8 blocks / 8): QK and PV 512 each on the matrix,
+    # 1024 of exponentials, shared memory 512 (QK: Q and K) + 256 (PV: V)
+    ops = t[8].attrs["operators"]
+    base = ops[ops.point == 0].set_index("op")
+    assert base.loc["attn_qk", "t_matrix_s"] * 1e9 / 8 + base.loc["attn_pv", "t_matrix_s"] * 1e9 / 8 == pytest.approx(
+        expected(cid, "matrix_cycles"))
+    assert base.loc["attn_softmax", "t_vector_s"] * 1e9 / 8 == pytest.approx(expected(cid, "exp_cycles"), rel=1e-6)
+    assert (base.loc["attn_qk", "t_local_s"] + base.loc["attn_pv", "t_local_s"]) * 1e9 / 8 == pytest.approx(
+        expected(cid, "smem_cycles"))
+    # without the pipeline the three operators would add, each at its own slowest resource: 512 + 1024 + 512 =
+    # 2048 cycles per block, twice the pipelined interval
+    assert base[["t_matrix_s", "t_vector_s", "t_local_s"]].max(axis=1).sum() * 1e9 / 8 == pytest.approx(2048, rel=1e-6)

@@ -229,10 +229,16 @@ def test_tiled_input_rereads():
     approx("tiled_input_rereads", "weight_bytes", b)
     assert op.a_bytes == 128 * 1024  # the input itself stays 128 KiB
     assert b == op.weight_bytes
-    # the same requests through the evaluator with those tiles (split-K 1): A + B + C at the L2
-    chips = Chips.from_specs([load_chip("h100-sxm")])
-    r = evaluate_arrays(chips, W.Workload(name="w1", phase="ops", ops=(op,)), tiles=(32, op.n // 16, 128, 1))
+    # the same requests through the evaluator with those tiles (split-K 1): A + B + C at the L2, for the seed's
+    # kernel, one tile per request (no multicast)
+    wl = W.Workload(name="w1", phase="ops", ops=(op,))
+    chips = Chips.from_base(load_chip("h100-sxm"), 1, {"l2_multicast": 1})
+    r = evaluate_arrays(chips, wl, tiles=(32, op.n // 16, 128, 1))
     assert r["bytes_requested"][0] == a + b + op.c_bytes
+    # H100's clusters of 2 share each request by multicast (dse.model.hierarchy.cluster_requests): the one row
+    # of tiles (c_M = 1) pairs its 16 columns, so the input panel is requested 8 times instead of 16
+    r2 = evaluate_arrays(Chips.from_specs([load_chip("h100-sxm")]), wl, tiles=(32, op.n // 16, 128, 1))
+    assert r2["bytes_requested"][0] == a / 2 + b + op.c_bytes
 
 
 def test_tile_working_set():

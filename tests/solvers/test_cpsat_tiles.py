@@ -206,9 +206,14 @@ def test_workload_tiles_feed_the_evaluator(chips):
     out = full.columns
     default = evaluate_arrays(chips["h100-sxm"], w)
     ops = full.operators
+    block = [j for j, name in enumerate(ops.names) if name.startswith("attn_")]  # a fused attention block
     for j, name in enumerate(ops.names):  # each operator's clock is its own: the solver's time is the evaluator's
-        if name in choices:
+        if name in choices and j not in block:
             assert ops.t_op[0, j] == pytest.approx(choices[name].time_s, rel=1e-12), name
+    # the attention block's QK, softmax and PV pipeline (dse.model.evaluator._attention_overlap): together no
+    # slower than the solver's QK and PV alone plus the softmax
+    alone = sum(choices[ops.names[j]].time_s if ops.names[j] in choices else ops.t_op[0, j] for j in block)
+    assert ops.t_op[0, block].sum() <= alone * (1 + 1e-12)
     assert out["time_s"][0] <= default["time_s"][0]
     # a row of tiles broadcasts over several identical design points
     many = chips["h100-sxm"].take([0, 0, 0])
@@ -220,7 +225,9 @@ def test_workload_tiles_feed_the_evaluator(chips):
 def test_solved_tiles_are_never_slower_than_the_default(chip, overrides, phase):
     """The clock is throttled per operator and launches overlap device time independently of the tiles, so
     the per-operator optima are the workload's optimum: never slower than the default tiles, operator by
-    operator and in total (the throttled B200 exercises the power bands inside a workload)."""
+    operator and in total (the throttled B200 exercises the power bands inside a workload). A fused attention
+    block's QK, softmax and PV pipeline with one clock (issue 15 item 6): its operators share the block's time,
+    so the block is compared as a whole."""
     w = decode("qwen3-8b", batch=1, context=8192) if phase == "decode" else prefill("qwen3-8b", batch=1, tokens=4096)
     ch = _throttled(chip, **overrides) if overrides else as_chips(load_chip(chip))
     tiles = solve_workload_tiles(w, ch)
@@ -228,11 +235,15 @@ def test_solved_tiles_are_never_slower_than_the_default(chip, overrides, phase):
     solved = evaluate_workload(ch, w, tiles=tiles, breakdown=True)
     default = evaluate_workload(ch, w, breakdown=True)
     t_solved, t_default = solved.operators.t_op[0], default.operators.t_op[0]
-    slower = [(n, a, b) for n, a, b in zip(solved.operators.names, t_solved, t_default) if a > b * (1 + 1e-12)]
+    names = solved.operators.names
+    block = [j for j, n in enumerate(names) if n.startswith("attn_")]
+    slower = [(n, a, b) for j, (n, a, b) in enumerate(zip(names, t_solved, t_default))
+              if j not in block and a > b * (1 + 1e-12)]
     assert not slower, slower
+    assert t_solved[block].sum() <= t_default[block].sum() * (1 + 1e-12)
     assert solved.columns["time_s"][0] <= default.columns["time_s"][0] * (1 + 1e-12)
-    for j, name in enumerate(solved.operators.names):
-        if name in tiles.choices:
+    for j, name in enumerate(names):
+        if name in tiles.choices and j not in block:
             assert t_solved[j] == pytest.approx(tiles.choices[name].time_s, rel=1e-12), name
 
 
