@@ -177,8 +177,9 @@ def test_upgrades_answers(upgrades):
     assert upgrades.change("clock-2ghz", "t_matrix_s", PREFILL) > -1
     assert upgrades.change("clock-2ghz", "energy_j", PREFILL) > 0
     # BF16 does not use FP8; the wider FP8 datapath's leakage (issue 14: leakage follows the die's area) leaves a
-    # little less of the 700 W to the power-bound prefill, so it is no faster and at most a few % slower
-    assert 0.0 <= upgrades.change("fp8-2x", "time_s", PREFILL) < 5.0
+    # little less of the 700 W to the power-bound prefill, so it is no faster and at most a few % slower (5.6%
+    # with the issue-16 datapath sized by its widest format and the local-read energy of issue 15)
+    assert 0.0 <= upgrades.change("fp8-2x", "time_s", PREFILL) < 8.0
 
 
 # ------------------------------------------------------------------ constraints as results

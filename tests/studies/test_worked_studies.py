@@ -212,7 +212,10 @@ def split(split_run):
 def test_reticle_split_is_optimal_at_the_limits(split):
     assert split["status"] == "OPTIMAL"
     assert split["p.hbm.stacks"] == 6  # 3 per 33 mm edge (technology.md): the most the shoreline allows
-    assert 0.95 * 858 <= split["die_area_mm2"] <= 858  # the reticle is the binding limit
+    # area is the scarce resource: the die is within 10% of the reticle (144 units with 256 KiB local buffers,
+    # 795 mm^2, beat 160 with 128 KiB once the local buffer's bandwidth and energy count, issue 15 item 1; the
+    # answer equals the evaluator's grid optimum: test_reticle_split_equals_the_evaluators_grid_optimum)
+    assert 0.9 * 858 <= split["die_area_mm2"] <= 858
     assert split["power_w"] <= 1000
 
 
@@ -288,15 +291,17 @@ def test_clock_energy_optimum_is_interior(clock_study):
 
 
 def test_clock_tdp_binds_on_prefill(clock_study):
-    """At 700 W (the H100's TDP) prefill is power-bound from ~1.6 GHz on: the power is the TDP, the clock is
-    held below the design clock, and the fastest design clock buys under 2% of time over 1.6 GHz, where a
-    1 kW limit buys ~10% (H100s run dense GEMMs at their power limit: dse/data/technology/power_facts.md)."""
+    """At 700 W (the H100's TDP) prefill is power-bound from ~1.8 GHz on (1.6 GHz draws 691 W): the power is the
+    TDP, the clock is held below the design clock, and the fastest design clock buys under 2% of time over
+    1.8 GHz, where a 1 kW limit buys ~10% (H100s run dense GEMMs at their power limit:
+    dse/data/technology/power_facts.md). (Before the on-chip levels of issue 15 the TDP bound from 1.6 GHz: the
+    default tiles' L2 time now leaves the matrix units idle part of the time, so the same TDP holds a higher clock.)"""
     t = clock_study.set_index(["p.tdp", "p.clock"])
     hot = t.loc[700.0].loc[1.8e9:]
     assert (hot["m.clock_ratio"] < 1.0).all()
     assert np.allclose(hot["m.peak_power_w"], 700.0, rtol=1e-2)  # at the TDP (the hottest operator: within 1%)
     at = lambda tdp, f: float(t.loc[(tdp, f), "m.time_s"])  # noqa: E731
-    assert at(700.0, 2.2e9) > 0.98 * at(700.0, 1.6e9)
+    assert at(700.0, 2.2e9) > 0.98 * at(700.0, 1.8e9)
     assert at(1000.0, 2.2e9) < 0.92 * at(700.0, 2.2e9)
     assert (t["m.peak_power_w"] <= t.index.get_level_values("p.tdp") * (1 + 1e-9)).all()
 
@@ -381,7 +386,9 @@ def test_system_study_memory_fastest_hbm4_cheapest_hbm3(system_run):
     cost = {g: technology.memory(g).cost_per_byte for g in bw}
     assert bw["hbm4"] > bw["hbm3e"] > bw["hbm3"] and cost["hbm3"] < cost["hbm3e"] < cost["hbm4"]
     assert fastest["p.hbm.generation"] == "hbm4"
-    assert fastest["m.bound"] == "memory"
+    # bound by the memory system: its HBM, or the die's L2 feeding it (HBM4 x 4 stacks per die deliver more than
+    # the H100's 4950 B/clk L2 at the design's clock: the L2 level of issue 15 item 1)
+    assert fastest["m.bound"] in ("memory", "l2")
     # the most stacks of the space, which two dies' edges hold (3 per 33 mm edge, technology.md); one die holds 6
     assert fastest["p.dies"] == 2 and fastest["p.hbm.stacks"] == 8 == fastest["m.hbm_shoreline_stacks"]
     assert cheapest["p.hbm.generation"] == "hbm3" and cheapest["p.system.chips"] == 1
