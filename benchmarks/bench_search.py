@@ -8,7 +8,7 @@
 The space (``RICH_STUDY``): Qwen3-8B decode (batch 16, 4K context) on an H200-class chip, 12 parameters:
 compute units, clock, dies, local buffer, L2, HBM stacks, pin rate and layers per stack, the number format of
 each tensor role (weights, KV cache, activations) and the tensor-parallel degree (system.chips); tpot x
-energy per token x chip cost under reticle, shoreline, 1000 W TDP, capacity and a 5% quantization-error
+energy per token x chip cost under reticle, shoreline, TDP (1000 W per chip), capacity and a 5% quantization-error
 limit. With continuous clock, buffer, L2 and pin rate there is no grid; the reference front is pooled from
 a long run of every sampler (NSGA-II, random, CMA-ES and TPE, GP where its extras are installed; seeds
 1000+) and every benchmark run. Objectives are normalized by that front (ideal 0, nadir 1, every objective
@@ -330,7 +330,7 @@ space:
 constraints:
   reticle: null
   hbm_shoreline: null
-  tdp: {max: 1000 W}
+  tdp: null                     # each chip's own 1000 W (a system of n chips: n kW), not 1000 W per system
   fits_memory: null
   max_quant_error: {max: 0.05}
 objectives: [tpot, energy_per_token, chip_cost]
