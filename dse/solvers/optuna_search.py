@@ -99,7 +99,9 @@ Sweep at 2,325 evaluations, seeds 0-7, one pooled reference, mean (min): eta 20 
 0.9889 (0.9814) / 0.9879 (0.9722), with population 50 and mutation_prob 0.2 0.9905 (0.9875), with
 Optuna's VSBX crossover 0.9870 (0.9681); eta 5 with population 50 0.9907 (0.9791), with mutation_prob
 0.15 0.9895 (0.9860), with a quarter of the mutations a uniform redraw 0.9917 (0.9891). On 5 seeds (0-4):
-BLX-alpha crossover 0.9899 (0.9859), SBX 0.9890 (0.9836).
+BLX-alpha crossover 0.9899 (0.9859), SBX 0.9890 (0.9836). On 16 seeds (0-7, 10-17): eta 7 0.9914 (0.9816), eta 3
+0.9904 (0.9865), eta 5 with mutation_prob 0.1 0.9907 (0.9842), with population 90 0.9902 (0.9857); eta 5
+alone 0.9914 (0.9891), eta 20 0.9877 (0.9569) (seeds 10-17 alone: 0.9909 (0.9895) against 0.9897 (0.9853)).
 
 Result (full grid benchmark, ``--grid``, 3 seeds, with eta 20): NSGA-II at 5,000 evaluations (3.6-4.4% of
 the grids) reaches 0.9999 (0.9999) / 0.9982 (0.9950) / 1.0000 (1.0000); at
