@@ -265,9 +265,19 @@ def test_gp_without_torch_fails_at_construction_naming_what_is_missing():
 
 def test_bad_options():
     for bad in (dict(method="cmaes"), dict(batch=0), dict(population=1), dict(init="sobol"), dict(mutation_prob=2.0),
-                dict(mutation="gaussian"), dict(study_name="")):
+                dict(mutation="gaussian"), dict(study_name=""), dict(mutation_eta=-1.0), dict(mutation_eta="5")):
         with pytest.raises(SpecError):
             OptunaSolver(make_problem(), budget=10, **bad)
+
+
+def test_mutation_eta_is_the_polynomial_mutations_index_and_changes_the_search():
+    """The default is POLYNOMIAL_ETA (5); another index gives other points, the same index the same ones."""
+    from dse.solvers.optuna_search import POLYNOMIAL_ETA
+
+    assert OptunaSolver(make_problem(), budget=10).mutation_eta == POLYNOMIAL_ETA == 5.0
+    runs = [OptunaSolver(make_problem(), seed=3, budget=120, mutation_eta=eta).run().table for eta in (5.0, 5.0, 20.0)]
+    assert runs[0].equals(runs[1])
+    assert not runs[0].equals(runs[2])
 
 
 # ------------------------------------------------------------ interrupts
