@@ -142,10 +142,16 @@ def _texts(fig) -> list[str]:
 
 
 def test_bound_plot_says_a_shared_bound_once_and_shows_each_designs_mix(default_study):
-    """Every feasible design of the default study is memory-bound (its stated conclusion): bound.png says so
-    once, draws no bar per design with '100% memory' in it, and shows each front design's time split, with
-    the spread of the shares (from the table's m.time_*_bound_s / m.time_s) in the title."""
-    _, st = default_study
+    """Where every feasible design is memory-bound (the default study's designs bound by their HBM: most of
+    them; since issue 15 a few with few units or a low clock are bound by their local buffers or L2, and are
+    left out here): bound.png says so once, draws no bar per design with '100% memory' in it, and shows each
+    front design's time split, with the spread of the shares (from the table's m.time_*_bound_s / m.time_s)
+    in the title."""
+    out, _ = default_study
+    table, meta, catalog = read_results(out)
+    keep = ~table["feasible"].astype(bool) | (table["m.bound"] == "memory")
+    assert keep.mean() > 0.5
+    st = _study(table[keep].reset_index(drop=True), meta, catalog)
     feas = st.t[st.t["feasible"]]
     assert set(feas["m.bound"]) == {"memory"}
     fig = _bound_figure(st)
@@ -164,7 +170,9 @@ def test_bound_plot_says_a_shared_bound_once_and_shows_each_designs_mix(default_
         lo, hi = format_percent(v.min()), format_percent(v.max())
         assert f"{name} {lo if lo == hi else lo[:-1] + '-' + hi}" in title, title
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert legend == ["vector-bound", "memory-bound"]  # matrix-bound: no operator of these designs, not listed
+    # a kind is listed where some shown design's operators spend time bound by it (matrix: none of these)
+    kinds = [k for k in ("matrix", "vector", "memory", "l2", "local") if (shown[f"m.time_{k}_bound_s"] > 0).any()]
+    assert legend == [f"{k}-bound" for k in kinds] and kinds[:2] == ["vector", "memory"], legend
     # bars: one per shown design, the memory segment as long as its time (x axis in seconds)
     widths = sorted(p.get_width() for p in fig.axes[0].patches if p.get_facecolor()[:3] == (
         matplotlib.colors.to_rgb("tab:blue")))

@@ -211,6 +211,7 @@ def _single_png(st: _Study, name: str) -> bytes:
 
 
 _BOUND_COLORS = {"compute": "tab:red", "matrix": "tab:red", "vector": "tab:orange", "memory": "tab:blue",
+                 "l2": "tab:purple", "local": "tab:green",
                  "other": "0.6"}
 
 
