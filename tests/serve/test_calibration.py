@@ -108,8 +108,8 @@ def test_knob_file_round_trip(tmp_path, trtllm_fit):
 def test_knob_file_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("profiles:\n  x:\n    compute_efficiency: 1.5\n")
-    with pytest.raises(SpecError, match=r"bad.yaml: profiles.x.compute_efficiency: expected a fraction in "
-                                        r"\(0, 1\], found 1.5"):
+    with pytest.raises(SpecError, match=r"bad.yaml:3:25 profiles.x.compute_efficiency: expected a fraction in "
+                                        r"\(0, 1\], found 1.5"):  # located at the value (issue 21 item 6)
         read_knobs_file(bad)
     bad.write_text("profiles:\n  x:\n    step_overhead: 5\n")
     with pytest.raises(SpecError, match="step_overhead"):
