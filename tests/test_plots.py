@@ -32,6 +32,10 @@ from dse.study.results import read_results  # noqa: E402
 from dse.units import format_percent  # noqa: E402
 from tests.test_report import make_study  # noqa: E402
 
+# its module fixtures are computed once: every test of the module on one worker of `make test`
+# (pytest -n 2 --dist loadgroup), not the fixtures once per worker (issue 21 item 7)
+pytestmark = pytest.mark.xdist_group("plots-studies")
+
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
 DEFAULT = STUDIES / "qwen3-8b-decode-chip.yaml"
 PRECISION = STUDIES / "precision-vs-error.yaml"

@@ -15,6 +15,10 @@ from dse.errors import SpecError
 from dse.pareto import non_dominated_sort
 from dse.study.results import format_value, read_results, write_results
 
+# its module fixtures are computed once: every test of the module on one worker of `make test`
+# (pytest -n 2 --dist loadgroup), not the fixtures once per worker (issue 21 item 7)
+pytestmark = pytest.mark.xdist_group("report-study")
+
 OBJECTIVES = ["latency_per_token", "energy_per_token", "die_area"]
 PARAMS = ["p.hbm.stacks", "p.precision", "p.clock"]
 

@@ -14,6 +14,10 @@ import pytest
 from dse.cli import main
 from dse.study import run_study
 
+# its module fixtures are computed once: every test of the module on one worker of `make test`
+# (pytest -n 2 --dist loadgroup), not the fixtures once per worker (issue 21 item 7)
+pytestmark = pytest.mark.xdist_group("default-study")
+
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 DEFAULT = STUDIES / "qwen3-8b-decode-chip.yaml"
 
