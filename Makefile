@@ -19,10 +19,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/dse run $(STUDY)
 
-# --dist loadgroup: the tests of an xdist_group (a module whose fixtures are costly, e.g. the serving fit) run on
-# one worker, so each fixture is computed once (issue 21 item 7); other tests are spread as with -n 2 alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_evaluate.py

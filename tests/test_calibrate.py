@@ -34,10 +34,6 @@ from dse.model.evaluator import evaluate_arrays
 from dse.hardware import Chips, load_chip
 from tests.reference_cases import expected
 
-# its module fixtures are computed once: every test of the module on one worker of `make test`
-# (pytest -n 2 --dist loadgroup), not the fixtures once per worker (issue 21 item 7)
-pytestmark = pytest.mark.xdist_group("calibrate-fits")
-
 SEED_CSV = Path(cal.__file__).resolve().parents[1] / "data" / "measurements" / "seed004.csv"
 DECODE_8K_B1 = "qwen3-8b:decode:batch=1:context=8192"
 DECODE_2K_B64 = "qwen3-8b:decode:batch=64:context=2048"

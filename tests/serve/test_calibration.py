@@ -62,20 +62,20 @@ def test_seed_vllm_steps_with_the_eager_profile(workload, measured):
     assert t == pytest.approx(measured, rel=0.05)
 
 
-@pytest.fixture(scope="module")
-def trtllm_fit():
-    """The fit of the shipped trtllm profile with its leave-one-out refits (a minute of CPU on a loaded machine).
-
-    Its tests share one xdist group (FIT), so that `make test` (pytest -n 2 --dist loadgroup) runs them on one
-    worker and fits once, not once per worker (issue 21 item 7)."""
+def _trtllm_fit():
     p = cal.PROFILES["trtllm"]
     return cal.fit(p["rows"](), p["free"], p["fixed"], name="trtllm")
 
 
-FIT = pytest.mark.xdist_group("serve-calibration-trtllm-fit")
+@pytest.fixture(scope="module")
+def trtllm_fit(computed_once):
+    """The fit of the shipped trtllm profile with its leave-one-out refits: about a minute of CPU on a loaded
+    machine, computed once per test session however `make test` (pytest -n 2) spreads its tests over the workers
+    (tests/conftest.py computed_once; issue 21 item 7: it was fitted on each worker, and again on a worker that
+    came back to this module after another one)."""
+    return computed_once("serve-calibration-trtllm-fit", _trtllm_fit)
 
 
-@FIT
 def test_refit_reproduces_the_shipped_knobs(trtllm_fit):
     # the knob file is the fit of the current model: refit with `python -m dse.serve.calibration --write`
     # when the evaluator changes
@@ -85,7 +85,6 @@ def test_refit_reproduces_the_shipped_knobs(trtllm_fit):
             f"{k}: stale dse/data/serving/knobs.yaml, run python -m dse.serve.calibration --write"
 
 
-@FIT
 def test_fit_and_leave_one_out_meet_the_goal(trtllm_fit):
     s = trtllm_fit.summary()
     assert s["loo"]["median"] <= 0.10 and s["loo"]["max"] <= 0.25
@@ -99,13 +98,11 @@ def test_fit_and_leave_one_out_meet_the_goal(trtllm_fit):
     assert k.kernel_overhead == 0.0
 
 
-@FIT
 def test_report_table_lists_every_row(trtllm_fit):
     text = cal.report_table(trtllm_fit)
     assert text.count("| h100-sxm") == 20 and "leave-one-out" in text
 
 
-@FIT
 def test_knob_file_round_trip(tmp_path, trtllm_fit):
     path = tmp_path / "knobs.yaml"
     path.write_text(cal.knobs_yaml({"trtllm": trtllm_fit}))

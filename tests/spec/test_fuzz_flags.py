@@ -38,10 +38,6 @@ from dse import cli
 from tests.spec.test_fuzz_cli import _stub_png, _tree
 from tests.spec.test_fuzz_files import CALIBRATED_CHIP, KNOBS, MODEL_CONFIGS, SEED_CSV
 
-# its module fixtures are computed once: every test of the module on one worker of `make test`
-# (pytest -n 2 --dist loadgroup), not the fixtures once per worker (issue 21 item 7)
-pytestmark = pytest.mark.xdist_group("fuzz-flags-box")
-
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = 300
 
