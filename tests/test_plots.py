@@ -86,7 +86,7 @@ def test_default_study_catalog_labels_do_not_overlap(default_study):
     overlap in any Pareto plot of the default study (before: rtx-pro-6000 over rtx-5090, mi355x over b200)."""
     out, st = default_study
     cat = pd.read_csv(out / "catalog.csv")
-    for xn, yn in [("tpot", "energy_per_token"), ("tpot", "die_area"),
+    for xn, yn in [("latency_per_token", "energy_per_token"), ("latency_per_token", "die_area"),
                    ("energy_per_token", "die_area")]:
         fig = _pair_figure(st, xn, yn)
         anns, _ = _assert_no_overlap(fig)
@@ -118,7 +118,7 @@ def test_crowded_catalog_labels_do_not_overlap():
 def test_png_ticks_are_dse_units(default_study):
     """The PNG axes read '5 ms', '200 mJ' (dse.units, as the tables), not matplotlib's 'µs' engineering ticks."""
     _, st = default_study
-    fig = _pair_figure(st, "tpot", "energy_per_token")
+    fig = _pair_figure(st, "latency_per_token", "energy_per_token")
     fig.canvas.draw()
     ax = fig.axes[0]
     xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
@@ -204,7 +204,7 @@ def test_precision_plot_names_the_formats(precision):
     format of the study file, and the front's point says its formats (the fastest feasible design, mxfp6
     weights: tests/studies/test_worked_studies.py)."""
     _, st = precision
-    fig = _pair_figure(st, "tpot", "energy_per_token")
+    fig = _pair_figure(st, "latency_per_token", "energy_per_token")
     assert len(fig.legends) == 1
     leg = fig.legends[0]
     assert leg.get_title().get_text() == "workload.formats.weights"
@@ -249,11 +249,11 @@ def test_parcoords_ticks_carry_units_not_raw_si(default_study):
         assert not [t for t in d["ticktext"] if RAW_SI.match(t)], (label, d["ticktext"])
     assert dims["local_buffer"]["ticktext"] == ["128 KiB", "228 KiB", "512 KiB"]
     assert all(t.endswith(" GHz") for t in dims["clock"]["ticktext"])
-    assert all(t.endswith(("ms", "us")) for t in dims["tpot"]["ticktext"])
+    assert all(t.endswith(("ms", "us")) for t in dims["latency_per_token"]["ticktext"])
     assert all(t.endswith("mJ") for t in dims["energy_per_token"]["ticktext"])
     assert "die_area [mm^2]" in dims  # a unit that does not scale: once, in the label
     for label, unit in (("clock", "frequency"), ("local_buffer", "bytes"), ("l2", "bytes"),
-                        ("tpot", "s")):
+                        ("latency_per_token", "s")):
         d = dims[label]
         vals = [10 ** v for v in d["tickvals"]] if label.endswith("(log)") else d["tickvals"]
         assert d["ticktext"] == tick_texts(vals, unit)

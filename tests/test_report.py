@@ -97,12 +97,12 @@ def _plotly_calls(html: str) -> dict[str, list]:
 def test_all_files_written(written):
     out, files, _ = written
     pairs = ["latency_per_token__energy_per_token", "latency_per_token__die_area", "energy_per_token__die_area"]
-    expected = ({"report.md", "report.html", "plots/bound.png", "plots/convergence.png", "sensitivity.csv"}
+    expected = ({"report.md", "report.html", "plots/bound.png", "plots/convergence.png"}
                 | {f"plots/pareto_{p}.png" for p in pairs})
     assert set(files) == expected
     for rel in expected:
         assert (out / rel).is_file() and (out / rel).stat().st_size > 0
-    for rel in expected - {"report.md", "report.html", "sensitivity.csv"}:
+    for rel in expected - {"report.md", "report.html"}:
         assert (out / rel).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
@@ -302,39 +302,3 @@ def test_hypervolume_and_its_convergence_by_hand(tmp_path):
     mirrored = table.assign(**{"obj.b": -table["obj.b"]})
     c2 = convergence(mirrored, ["a", "b"], {"a": "minimize", "b": "maximize"})
     assert c2.hypervolume == pytest.approx(c.hypervolume, rel=1e-12)
-
-
-def test_sensitivity_of_the_front_by_hand(tmp_path):
-    """dse.report.sensitivity on six front designs, by hand. log a = [0, 0, 0, 1, 1, 1] (a = 1 or e): SS_total
-    = 6 x 0.5^2 = 1.5. Parameter x = [u, u, u, v, v, v] sets it exactly: SS_within 0, share 1. Parameter w = [p,
-    q, p, q, p, q]: group means 1/3 and 2/3, SS_within = 2 x (2 x 1/9 + 4/9) = 4/3; epsilon-squared = 1 -
-    (4/3 / 4) / (1.5 / 5) = -1/9, clipped to 0. Objective b = 1..6 against w: log b, SS_total 2.2547,
-    p-group (1, 3, 5) and q-group (2, 4, 6) by hand below. A parameter that is the same on every design: 0.
-    (p.id tells the six designs apart: distinct designs are distinct parameter vectors.)"""
-    from dse.report.sensitivity import SENSITIVITY_CSV, groups, sensitivity
-
-    b = np.arange(1.0, 7.0)
-    front = pd.DataFrame({"p.x": list("uuuvvv"), "p.w": list("pqpqpq"), "p.c": [3.0] * 6, "p.id": range(6),
-                          "obj.a": np.exp([0, 0, 0, 1, 1, 1.0]), "obj.b": b})
-    params = ["p.x", "p.w", "p.c", "p.id"]
-    s = sensitivity(front, params, ["a", "b"]).set_index(["parameter", "objective"])["share"]
-    assert np.isnan(s["id", "a"])  # as many groups as designs: nothing left to tell within from between
-    assert s["x", "a"] == pytest.approx(1.0, abs=1e-12)
-    assert s["w", "a"] == 0.0 and s["c", "a"] == 0.0 and s["c", "b"] == 0.0
-    y = np.log(b)
-    within = ((y[::2] - y[::2].mean()) ** 2).sum() + ((y[1::2] - y[1::2].mean()) ** 2).sum()
-    want = max(0.0, 1 - (within / 4) / (((y - y.mean()) ** 2).sum() / 5))
-    assert s["w", "b"] == pytest.approx(want, rel=1e-12)
-    # a numeric parameter with more than 8 distinct values: 8 groups of equal size by rank (ties together)
-    codes, k = groups(pd.Series(np.arange(9.0)))
-    assert k == 8 and list(codes) == [0, 1, 2, 3, 4, 4, 5, 6, 7]
-    codes, k = groups(pd.Series([1.0] * 5 + list(np.arange(10.0))))
-    assert k <= 8 and len(set(codes[:5])) == 1
-    # fewer than 5 distinct designs: no table, and the reports drop an old sensitivity.csv
-    assert sensitivity(front.iloc[:4], params, ["a"]) is None
-    table, meta, catalog = make_study(n=80, seed=1)
-    report.write_reports(tmp_path, table, meta, catalog)
-    assert (tmp_path / SENSITIVITY_CSV).is_file()
-    report.write_reports(tmp_path, table.assign(pareto_rank=np.where(table.index < 2, 0, 1)), meta, catalog)
-    assert not (tmp_path / SENSITIVITY_CSV).exists()
-    assert "Sensitivity of the front" not in (tmp_path / "report.md").read_text()
