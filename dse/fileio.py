@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from dse.errors import SpecError
 
-__all__ = ["atomic_write", "confined_path", "open_no_follow", "remove_stale_temps"]
+__all__ = ["atomic_write", "confined_path", "open_no_follow", "output_folder", "output_file", "remove_stale_temps"]
 
 Writer = Callable[[IO[bytes]], Any]
 
@@ -67,6 +67,37 @@ def confined_path(root: str | os.PathLike, name: str | os.PathLike) -> Path:
     if target == base:
         raise SpecError(f"output file name {text!r}: names the output folder itself, not a file in it")
     return target
+
+
+def output_folder(out: str | os.PathLike, flag: str = "--out") -> Path:
+    """Create the output folder ``out`` (and its parents), or say in one line why it cannot be, naming ``flag``.
+
+    issue 21: a read-only place, an existing file or /proc/self/x as the output folder ended in tracebacks.
+    """
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SpecError(f"{out}: the output folder exists as a file; give a folder with {flag}") from None
+    except OSError as e:
+        raise SpecError(f"{out}: cannot create the output folder ({e.strerror}); give a writable folder with "
+                        f"{flag}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise SpecError(f"{out}: the output folder is not writable; give a writable folder with {flag}")
+    return out
+
+
+def output_file(path: str | os.PathLike, data: bytes | str | Writer, flag: str = "--out") -> Path:
+    """:func:`atomic_write` of a file the command line names, with one line, naming ``flag``, if it cannot be
+    written (its folder cannot be made, the path is a folder, the place is read-only)."""
+    path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"{path}: is a folder; give a file name with {flag}")
+    output_folder(path.parent, flag)
+    try:
+        return atomic_write(path, data)
+    except OSError as e:
+        raise SpecError(f"{path}: cannot write the file ({e.strerror}); give a writable path with {flag}") from None
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | str | Writer, *,

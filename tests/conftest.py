@@ -2,9 +2,47 @@
 
 Hypothesis: no per-example deadline (its default fails an example that takes over 200 ms of wall time, which a
 loaded machine decides, not the code: issue 21 item 7). A test that sets its own ``deadline`` keeps it.
+``computed_once``: a costly value computed once per session, whatever the xdist workers.
 """
 
+import fcntl
+import os
+import pickle
+
+import pytest
 from hypothesis import settings
 
 settings.register_profile("dse", deadline=None)
 settings.load_profile("dse")
+
+
+@pytest.fixture(scope="session")
+def computed_once(tmp_path_factory):
+    """``computed_once(key, compute)``: ``compute()``'s value, computed once per test session and shared by every
+    xdist worker of the session (pickled into the session's temp folder, under a lock: a worker that needs it
+    while another computes it waits for it, it does not compute it again).
+
+    For a costly module fixture (the serving fit: a minute of CPU): `pytest -n 2` gives a module's tests to both
+    workers, and a worker that comes back to the module after another one sets its module fixtures up again
+    (issue 21 item 7). The value must pickle; the tests must not change it.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' temp folders are siblings in the session's own folder
+
+    def get(key: str, compute):
+        path = root / f"computed-once-{key}.pickle"
+        with open(root / f"computed-once-{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if path.exists():
+                    return pickle.loads(path.read_bytes())
+                value = compute()
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_bytes(pickle.dumps(value))
+                os.replace(tmp, path)
+                return value
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    return get

@@ -439,3 +439,25 @@ def test_moe_rows_conserve_dispatches(tokens, distribution):
     rows = W.moe_rows(tokens, 8, 128, distribution)
     assert rows.sum() == tokens * 8 and rows.max() <= tokens
     assert W.executed_rows(rows, 16) >= rows.sum()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(1, 3000), st.integers(0, 5000), st.sampled_from([1, 2, 4, 7, 8]), st.integers(0, 3),
+       st.integers(1, 300), st.integers(1, 300))
+def test_causal_tile_area_in_closed_form_is_the_sum_over_row_tiles(positions, extra_keys, group, tail, tm, tv):
+    """The closed form (a floor sum) equals the tile-by-tile sum it replaced, exactly (issue 21 item 6: the sum
+    over row tiles needed 4 PiB for a prefill of 2**53 tokens)."""
+    from dse.workload.ops import _causal_tile_area, _causal_tile_area_by_tile
+
+    m = positions * group + (tail if group > tail else 0)
+    keys = m // group + extra_keys
+    assert float(_causal_tile_area(m, keys, group, tm, tv)) == _causal_tile_area_by_tile(m, keys, group, tm, tv)
+
+
+def test_causal_tile_area_of_2_to_the_53_tokens():
+    """One tile shape, one square causal GEMM of 2**53 rows: T = 2**47 row tiles of 64, tile t sees 64 (t + 1)
+    keys, already a multiple of 64: 64 x 64 x T (T + 1) / 2 = 2**12 x 2**46 (2**47 + 1)."""
+    from dse.workload.ops import _causal_tile_area
+
+    n = 2**53
+    assert float(_causal_tile_area(n, n, 1, 64, 64)) == float(2**12 * 2**46 * (2**47 + 1))

@@ -13,8 +13,8 @@ a free label of how it was measured (``reuse``/``rotate``), optional.
 seconds (a bare number) or with a unit (``25.83 ms``). ``measured_energy_j``
 (optional, not fitted: the knobs act on time), ``n_samples`` (optional: how
 many samples the median is over), ``source`` (required: where the number comes
-from). Loading reports every problem at once, each as ``file:line: column
-'name': expected ..., got ...``.
+from). Loading reports every problem at once, each as ``file:line:col column
+'name': expected ..., got ...`` (col: where the cell starts in its line).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from __future__ import annotations
 import csv
 import functools
 import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,51 +143,106 @@ def _parse_time(value: str, dimension: str) -> float:
     return x
 
 
+#: The largest measurements file read (a CSV of measured cases is a few kB).
+MAX_BYTES = 4 * 2**20
+
+
+def _read(path: Path) -> str:
+    """The text of a measurements file: a regular file (not a FIFO or a device) of at most MAX_BYTES, UTF-8."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such measurements file") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read the measurements file ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SpecError(f"{path}: is a directory, expected a measurements CSV")
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError(f"{path}: not a regular file (a pipe, a device or a socket); give a measurements CSV")
+    if st.st_size > MAX_BYTES:
+        raise SpecError(f"{path}: {st.st_size:,} bytes; a measurements file is read up to {MAX_BYTES:,} bytes")
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read the measurements file ({e.strerror})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: not valid UTF-8 text (byte {e.start})") from None
+
+
+def _field_starts(line: str) -> list[int]:
+    """0-based offset of each field of one CSV line, as csv.reader splits it (a quote opens a field only at its
+    start)."""
+    starts, quoted, i = [0], False, 0
+    while i < len(line):
+        c = line[i]
+        if quoted:
+            if c == '"':
+                if line[i + 1:i + 2] == '"':
+                    i += 1
+                else:
+                    quoted = False
+        elif c == '"' and i == starts[-1]:
+            quoted = True
+        elif c == ",":
+            starts.append(i + 1)
+        i += 1
+    return starts
+
+
 def load_measurements(path: str | Path) -> list[Measurement]:
     """Read and validate a measurements CSV (see the module docstring); every problem at once.
 
-    Raises SpecError whose problems read ``file:line: column 'name': expected ..., got ...``;
+    Raises SpecError whose problems read ``file:line:col column 'name': expected ..., got ...``;
     an unknown chip gets a did-you-mean.
     """
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such measurements file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the measurements file ({e})") from None
+    text = _read(path)
     problems: list[str] = []
     header: list[str] | None = None
+    header_line = 0
     rows: list[Measurement] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = next(csv.reader([line]))
+        starts = _field_starts(line)
+
+        def at(i: int | None) -> str:
+            """``file:line:col`` of field ``i`` of this line (1 for a problem of the whole line)."""
+            col = starts[i] + 1 if i is not None and i < len(starts) else 1
+            return f"{path}:{lineno}:{col}"
+
         if header is None:
-            header = [f.strip() for f in fields]
-            for c in header:
+            header, header_line = [f.strip() for f in fields], lineno
+            for i, c in enumerate(header):
                 if c not in COLUMNS:
-                    problems.append(f"{path}:{lineno}: column '{c}': " + unknown_name("column", c, COLUMNS))
+                    problems.append(f"{at(i)} column '{c}': " + unknown_name("column", c, COLUMNS))
             dups = sorted({c for c in header if header.count(c) > 1})
             for c in dups:
-                problems.append(f"{path}:{lineno}: column '{c}' appears twice in the header")
+                second = [i for i, h in enumerate(header) if h == c][1]
+                problems.append(f"{at(second)} column '{c}' appears twice in the header")
             for c in REQUIRED:
                 if c not in header:
-                    problems.append(f"{path}:{lineno}: header: missing required column '{c}' "
+                    problems.append(f"{at(None)} header: missing required column '{c}' "
                                     f"(expected columns: {', '.join(COLUMNS)})")
             if problems:
                 raise SpecError(problems)
             continue
         if len(fields) != len(header):
-            problems.append(f"{path}:{lineno}: expected {len(header)} fields ({', '.join(header)}), "
-                            f"got {len(fields)}")
+            problems.append(f"{at(None)} expected {len(header)} fields ({', '.join(header)}), got {len(fields)}")
             continue
         cell = {c: v.strip() for c, v in zip(header, fields)}
         bad = len(problems)
 
+        def where(col: str) -> str:
+            return f"{at(header.index(col))} column '{col}'"
+
         def err(col: str, expected: str, got: str) -> None:
-            problems.append(f"{path}:{lineno}: column '{col}': expected {expected}, got {got!r}")
+            problems.append(f"{where(col)}: expected {expected}, got {got!r:.100}")
 
         chip = cell["chip"]
         if not chip:
@@ -194,13 +251,13 @@ def load_measurements(path: str | Path) -> list[Measurement]:
             try:
                 chip = resolve_name(chip).stem
             except SpecError:
-                problems.append(f"{path}:{lineno}: column 'chip': " + unknown_name("chip", chip, catalog_names()))
+                problems.append(f"{where('chip')}: " + unknown_name("chip", chip, catalog_names()))
         wtext = cell["workload"]
         try:
             parse_measured_workload(wtext)
         except SpecError as e:
             for p in e.problems:
-                problems.append(f"{path}:{lineno}: column 'workload': {p}")
+                problems.append(f"{where('workload')}: {p}")
         time_s = math.nan
         try:
             time_s = _parse_time(cell["measured_time_s"], "time")
@@ -230,9 +287,9 @@ def load_measurements(path: str | Path) -> list[Measurement]:
                                     variant=cell.get("variant", ""), time_s=time_s, energy_j=energy, n_samples=n,
                                     source=cell["source"], file=str(path), line=lineno))
     if header is None:
-        problems.append(f"{path}:1: empty file: expected a header line ({', '.join(COLUMNS)}) and rows")
+        problems.append(f"{path}:1:1: empty file: expected a header line ({', '.join(COLUMNS)}) and rows")
     elif not rows and not problems:
-        problems.append(f"{path}: no measurements after the header")
+        problems.append(f"{path}:{header_line}:1: no measurements after the header")
     if problems:
         raise SpecError(problems)
     return rows

@@ -8,7 +8,7 @@ from pathlib import Path
 from dse.calibrate.knobs import RESIDUAL_KIND, format_knob
 from dse.calibrate.result import CalibrationFit
 from dse.errors import DseError
-from dse.fileio import atomic_write
+from dse.fileio import output_file
 
 
 def calibrated_yaml(fit: CalibrationFit) -> str:
@@ -67,4 +67,4 @@ def _drop_top_level_key(text: str, key: str) -> str:
 def write_calibrated_chip(fit: CalibrationFit, path: str | Path) -> Path:
     """Write :func:`calibrated_yaml` atomically; the file loads with dse.hardware.load_chip."""
 
-    return atomic_write(path, calibrated_yaml(fit))
+    return output_file(path, calibrated_yaml(fit))  # one line if it cannot be written (issue 21)

@@ -58,12 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("chip", help="catalog name (see `dse catalog`) or a chip YAML file")
     s.set_defaults(func=_cmd_show)
 
-    v = sub.add_parser("validate", help="check YAML files (chip, workload, study, what-if) and report every problem",
-                       description="Recognise what each file is (a chip, workload, study or what-if YAML, or a "
-                                   "measurements CSV) and validate it with the code that runs it: every problem at "
-                                   "once, located file:line:col (the keys: dse schema). Example: dse validate "
-                                   "studies/qwen3-8b-decode-chip.yaml")
-    v.add_argument("files", nargs="+", help="YAML or CSV files")
+    v = sub.add_parser("validate", help="check chip, workload, study, what-if, serving knob, measurements CSV and "
+                                        "model config.json files and report every problem",
+                       description="Recognise what each file is (a chip, workload, study, what-if or serving knob "
+                                   "YAML, a measurements CSV, a Hugging Face config.json) and validate it with the "
+                                   "code that runs it: every problem at once, located file:line:col (the keys: dse "
+                                   "schema). Example: dse validate studies/qwen3-8b-decode-chip.yaml")
+    v.add_argument("files", nargs="+", help="YAML, CSV or JSON files")
     v.set_defaults(func=_cmd_validate)
 
     for register in _EXTRA_COMMANDS:

@@ -1,9 +1,10 @@
 """`dse validate FILE`: recognise what a file is and validate it as `dse run` / `eval` / `whatif` would read it.
 
-YAML files: a chip, a workload, a study or a what-if; CSV files: calibration
-measurements (`dse calibrate`). Each is loaded by the same code that runs it
-(a workload is built, a study loaded with its registry look-ups), so what
-validate accepts, the commands run.
+YAML files: a chip, a workload, a study, a what-if or a serving knob file (`dse serve
+--calibration`); CSV files: calibration measurements (`dse calibrate`); JSON files: a
+Hugging Face model config (`dse serve --model config.json`). Each is loaded by the same
+code that runs it (a workload is built, a study loaded with its registry look-ups), so
+what validate accepts, the commands run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dse.hardware import chip_from_dict
 from dse.spec import load_yaml, locate
 from dse.spec.study import load_study
 from dse.whatif import load_proposals
-from dse.workload import build
+from dse.workload import build, load_model
+from dse.workload.hf_config import is_config_path
 
 
 def _kind(data) -> str:
@@ -24,6 +26,8 @@ def _kind(data) -> str:
     keys = set(data)
     if "proposals" in keys or "baseline" in keys:
         return "whatif"
+    if "profiles" in keys:
+        return "serving knobs"
     if keys & {"objectives", "space", "solver", "constraints", "overrides"} or {"workloads", "base"} <= keys:
         return "study"
     if "matrix" in keys or "units" in keys:
@@ -32,7 +36,9 @@ def _kind(data) -> str:
         return "workload"
     file, (line, col) = locate(data, ())
     raise SpecError(f"{file}:{line}:{col}: cannot tell what this file is: expected a chip (units, matrix, ...), "
-                    f"a workload (model or ops), a study (workloads, space, objectives) or a what-if (baseline, proposals)")
+                    f"a workload (model or ops), a study (workloads, space, objectives), a what-if (baseline, "
+                    f"proposals) or serving knobs (profiles); a measurements file ends in .csv, a Hugging Face model "
+                    f"config in .json")
 
 
 def validate_file(path: str) -> str:
@@ -40,6 +46,9 @@ def validate_file(path: str) -> str:
     if str(path).lower().endswith(".csv"):
         load_measurements(path)
         return "measurements"
+    if is_config_path(path):
+        load_model(str(path))
+        return "model"
     data = load_yaml(path)
     kind = _kind(data)
     if kind == "chip":
@@ -50,4 +59,8 @@ def validate_file(path: str) -> str:
         load_study(path)
     elif kind == "whatif":
         load_proposals(path)
+    elif kind == "serving knobs":
+        from dse.serve.knobs import read_knobs_file  # (dse.serve is large: imported when a knob file is given)
+
+        read_knobs_file(path)
     return kind

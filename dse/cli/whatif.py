@@ -15,7 +15,7 @@ def _whatif(args) -> int:
     if args.file and quick:
         raise SpecError("give a proposals file, or --base with --set/--chip, not both")
     if args.file:
-        spec = whatif.load_proposals(args.file)
+        spec = whatif.load_proposals(args.file, out_given=args.out is not None)
         if args.workload:
             spec = _with_workloads(spec, args.workload)
     elif args.base:
@@ -36,7 +36,14 @@ def _with_workloads(spec, texts):
     import dataclasses
 
 
-    return dataclasses.replace(spec, workloads=tuple(build(parse_workload(t)) for t in texts))
+    workloads, seen = [], {}
+    for t in texts:
+        wl = build(parse_workload(t))
+        if wl.name in seen:  # (the comparison table has one row per workload: a second one broke it, issue 21)
+            raise SpecError(f"--workload {t}: the same workload as --workload {seen[wl.name]}; give each once")
+        seen[wl.name] = t
+        workloads.append(wl)
+    return dataclasses.replace(spec, workloads=tuple(workloads))
 
 
 def register(sub) -> None:

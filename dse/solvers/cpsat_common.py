@@ -63,12 +63,14 @@ def status_name(status) -> str:
 def new_solver(*, deterministic_s: float, wall_s: float, seed: int, presolve: bool = True) -> cp_model.CpSolver:
     """A CP-SAT solver with dse's deterministic settings (module doc): one worker, ``seed``, a limit of
     ``deterministic_s`` deterministic seconds and ``wall_s`` wall seconds (the safety net); ``presolve=False``
-    for a model CP-SAT's presolve gets wrong (dse.solvers.cpsat_split)."""
+    for a model CP-SAT's presolve gets wrong (dse.solvers.cpsat_split). CP-SAT's seed is a 32-bit signed
+    integer: a study's seed (any value in [0, 2**32)) is taken modulo 2**31 (``--seed 4294967295`` crashed in
+    CP-SAT's parameters, issue 21 item 6); below 2**31 it is the seed itself."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.num_workers = 1
     p.cp_model_presolve = bool(presolve)
-    p.random_seed = int(seed)
+    p.random_seed = int(seed) % 2**31
     p.max_deterministic_time = max(float(deterministic_s), 0.0)
     p.max_time_in_seconds = max(float(wall_s), 0.0)
     return solver

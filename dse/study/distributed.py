@@ -114,6 +114,8 @@ class SharedBudget:
         if self.kind == "other":
             raise SpecError(f"storage {mask(self.url)!r}: several workers or machines need PostgreSQL "
                             f"(postgresql+psycopg2://user:pass@host/db), a SQLite file or a journal file")
+        if self.kind == "journal":  # refuse a file that is not a journal before its lock files are made beside it
+            compat.check_journal(self.path)
         self._engine = None
         self._study_id: int | None = None
 

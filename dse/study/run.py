@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dse.errors import DseError, InfeasibleError, SpecError
-from dse.fileio import open_no_follow, remove_stale_temps
+from dse.fileio import open_no_follow, output_folder, remove_stale_temps
 from dse.report import write_reports
 from dse.solvers.grid import GridSolver
 from dse.solvers.optuna_search import OptunaSolver
@@ -74,17 +74,8 @@ def run_study(path, *, trials: int | None = None, workers: int | None = None, st
 
 
 def _output_folder(out: Path) -> None:
-    """Create the output folder, or say in one line why it cannot be (issue 21: a read-only place, an existing
-    file, /proc/self/x ended in tracebacks)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise SpecError(f"{out}: the output folder exists as a file; give a folder with --out") from None
-    except OSError as e:
-        raise SpecError(f"{out}: cannot create the output folder ({e.strerror}); give a writable folder with "
-                        f"--out") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise SpecError(f"{out}: the output folder is not writable; give a writable folder with --out")
+    """Create the output folder, or say in one line why it cannot be (dse.fileio.output_folder)."""
+    output_folder(out)
 
 
 def _slug(name: str) -> str:

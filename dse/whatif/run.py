@@ -21,7 +21,7 @@ import pandas as pd
 
 from dse.errors import DseError, SpecError, unknown_name
 from dse.evaluate import evaluate_design
-from dse.fileio import atomic_write
+from dse.fileio import atomic_write, output_folder
 from dse.hardware import Chips
 from dse.model.pipeline import amdahl_speedup, attention_block_cycles, attention_handoff_schedule
 from dse.whatif.render import CLASSES, RESOURCES, _as_dict, _chart, _clean, _markdown, _pct
@@ -101,8 +101,7 @@ class WhatIfResult:
     def write(self, out_dir) -> dict[str, Path]:
         """whatif.md, whatif.json and whatif.png in ``out_dir``, each written atomically."""
 
-        root = Path(out_dir)
-        root.mkdir(parents=True, exist_ok=True)
+        root = output_folder(out_dir)  # one line, not a traceback, if it cannot be made (issue 21)
         return {
             "whatif.md": atomic_write("whatif.md", self.to_markdown(), root=root),
             "whatif.json": atomic_write("whatif.json", self.to_json(), root=root),

@@ -367,8 +367,12 @@ def _workloads(section, P: _Problems, file: str) -> list:
     return out
 
 
-def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
-    """Validate a what-if mapping (as loaded by :func:`dse.spec.load_yaml`); every problem at once."""
+def spec_from_dict(data, path: str | Path | None = None, *, out_given: bool = False) -> WhatIfSpec:
+    """Validate a what-if mapping (as loaded by :func:`dse.spec.load_yaml`); every problem at once.
+
+    ``out_given``: the command line names the output folder (``dse whatif --out``), so the file's ``output:`` is
+    not used and need not stay below the file's folder.
+    """
 
     file = str(path) if path is not None else getattr(data, "file", "<input>")
     base_dir = Path(path).parent if path is not None else None
@@ -477,9 +481,17 @@ def spec_from_dict(data, path: str | Path | None = None) -> WhatIfSpec:
             P.at(("output",), f"expected a folder path, got {out!r}")
         else:
             output = Path(out)
-            if not output.is_absolute() and path is not None:
+            if path is not None:
                 pp = Path(path).parent
-                output = (pp.parent / output) if pp.name == "studies" else (pp / output)
+                home = pp.parent if pp.name == "studies" else pp
+                if not output.is_absolute():
+                    output = home / output
+                # as a study's output (issue 21): a what-if file someone sends writes only below its folder (a
+                # project's studies/ folder: the project), elsewhere only with `dse whatif --out`
+                where, inside = output.resolve(), home.resolve()
+                if not out_given and where != inside and inside not in where.parents:
+                    P.at(("output",), f"the output folder {where} is outside the what-if file's folder {inside}; a "
+                                      f"what-if file writes only below it: give another folder with `dse whatif --out`")
 
     if P.items:
         raise SpecError(P.items)
@@ -492,10 +504,12 @@ def _flat_loc(loc) -> tuple:
     return f, line, col
 
 
-def load_proposals(path) -> WhatIfSpec:
-    """Read and validate a what-if file; every problem is reported at once, located (SpecError)."""
+def load_proposals(path, *, out_given: bool = False) -> WhatIfSpec:
+    """Read and validate a what-if file; every problem is reported at once, located (SpecError).
+
+    ``out_given``: the output folder comes from the command line (see :func:`spec_from_dict`)."""
     data = load_yaml(path)
-    return spec_from_dict(data, path)
+    return spec_from_dict(data, path, out_given=out_given)
 
 
 def _implied_changes(base, chip, overrides) -> str:

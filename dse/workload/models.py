@@ -41,6 +41,9 @@ class MoEConfig(Record):
             raise ValueError("layers: repeated layer index")
         return self
 
+    def __hash__(self) -> int:  # frozen, and hashable with a list of layers (a config.json's MoE layers)
+        return hash(tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()))
+
 
 class ModelConfig(Record):
     """A decoder-only transformer, as its Hugging Face config.json describes it.

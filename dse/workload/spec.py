@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from dse.errors import SpecError, unknown_name
-from dse.spec import validate
+from dse.spec import locate, validate
 from dse.spec.types import BytesOrZero, Count, CountOrZero, Record
 from dse.workload.formats import Formats
 from dse.workload.models import model_names
@@ -63,8 +63,8 @@ class VectorSpec(Record):
     name: str = Field(description="the operator's name")
     kind: Literal["elementwise", "softmax", "norm"] = Field("elementwise", description="what the vector work is")
     elements: Count = Field(description="elements processed")
-    flops_per_element: float = Field(1.0, ge=0)
-    exps_per_element: float = Field(0.0, ge=0)
+    flops_per_element: float = Field(1.0, ge=0, allow_inf_nan=False, description="vector FLOPs per element")
+    exps_per_element: float = Field(0.0, ge=0, allow_inf_nan=False, description="exponentials per element")
     count: Count = Field(1, description="calls per step")
     formats: Formats = Field(Formats(), description="number formats of input and output")
 
@@ -156,8 +156,10 @@ class WorkloadSpec(Record):
         return self
 
 
-def _ops_workload(spec: WorkloadSpec) -> Workload:
+def _ops_workload(spec: WorkloadSpec, data=None) -> Workload:
+    """The Workload of an explicit operator list; ``data``: the mapping it was validated from (to locate a problem)."""
     ops: list[Op] = []
+    owner: list[int] = []  # the entry of spec.ops each operator comes from
     for i, entry in enumerate(spec.ops):
         if entry.gemm is not None:
             g = entry.gemm
@@ -172,6 +174,17 @@ def _ops_workload(spec: WorkloadSpec) -> Workload:
             v = entry.vector
             ops.append(_elementwise(v.name, v.elements, v.flops_per_element, v.exps_per_element, v.count,
                                     v.formats, kind=v.kind))
+        owner += [i] * (len(ops) - len(owner))
+    first: dict[str, int] = {}
+    for o, i in zip(ops, owner):
+        if o.name in first:  # (Workload refuses it too, without knowing where it was written)
+            msg = (f"two operators are called '{o.name}' (ops.{first[o.name]} and ops.{i}); give each its own "
+                   f"name")
+            if data is None:
+                raise SpecError(f"workload {spec.name or 'ops'}: {msg}")
+            file, (line, col) = locate(data, ("ops", i))
+            raise SpecError(f"{file}:{line}:{col} ops.{i}: {msg}")
+        first[o.name] = i
     weights = float(sum(o.weight_bytes * o.count for o in ops))
     return Workload(
         name=spec.name or "ops", phase="ops", ops=tuple(ops), batch=spec.batch,
@@ -182,10 +195,11 @@ def _ops_workload(spec: WorkloadSpec) -> Workload:
 
 def build(spec: WorkloadSpec | dict) -> Workload:
     """WorkloadSpec (or its mapping) -> Workload (seed 004 §4.8.2)."""
+    data = None
     if isinstance(spec, dict):
-        spec = validate(WorkloadSpec, spec)
+        data, spec = spec, validate(WorkloadSpec, spec)
     if spec.ops is not None:
-        return _ops_workload(spec)
+        return _ops_workload(spec, data)
     routing = spec.routing if isinstance(spec.routing, str) else list(spec.routing)
     if spec.phase == "decode":
         w = decode(spec.model, spec.batch, spec.context, spec.formats, spec.workspace, routing, spec.micro_batches)

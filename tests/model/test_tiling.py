@@ -214,3 +214,27 @@ def test_occupancy_vectorized_and_unlimited():
     assert lds_only.waves_by_vgpr == np.inf and lds_only.workgroups_by_lds == 2
     with pytest.raises(SpecError):
         tiling.occupancy(32 * 1024, 0)
+
+
+def _block_brute_force_small_units(A, B, cm, cn, units, cap_a, cap_b):
+    """:func:`_block_brute_force` with split 1 and no span limit, enumerating only the blocks that fit the units
+    (a b <= U), so a huge c_M costs nothing."""
+    best = None
+    for a in range(1, min(cm, units) + 1):
+        for b in range(1, min(cn, units // a) + 1):
+            ra = 1 if cap_a <= 1 else min(-(-cn // b), cap_a)
+            rb = 1 if cap_b <= 1 else min(-(-cm // a), cap_b)
+            cost = A * ra + B * rb
+            if best is None or cost < best[0]:
+                best = (cost, ra, rb)
+    return best
+
+
+@pytest.mark.parametrize("cm, cn, units", [(10**6, 7, 16), (2**46, 3, 132), (2**46, 2**40, 132), (97, 5, 3)])
+def test_block_reads_of_a_huge_matrix(cm, cn, units):
+    """issue 21 item 6: a batch of 2**53 rows (c_M = 2**46 tiles) looped sqrt(c_M) = 8 million times (154 s in
+    `dse eval`); no block is taller than the units, so the search stops there, with the same least traffic."""
+    A, B, cap = 3e6, 1e6, 10**9
+    ra, rb = tiling.block_reads(A, B, cm, cn, units, 1, cap, cap)
+    cost, _, _ = _block_brute_force_small_units(A, B, cm, cn, units, cap, cap)
+    assert A * float(ra) + B * float(rb) == cost

@@ -75,11 +75,17 @@ def _throttled(name: str, **overrides) -> Chips:
     return as_chips(with_overrides(load_chip(name), overrides))
 
 
-def test_cpsat_equals_brute_force_on_200_shapes(chips):
+#: The 200 shapes in 4 parts of 50 (every 4th), so that `make test`'s two workers share them (issue 21 item 7: one
+#: test of a minute or more at the end of a run kept the other worker idle); together they are all 200.
+PARTS = 4
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_cpsat_equals_brute_force_on_200_shapes(chips, part):
     for name in CHIPS:  # warm-up (first calls fill the evaluator's caches); not timed
         solve_tiles(gemm("warm", 512, 512, 512, formats=INT8 if name == "tpu-v1" else None), chips[name])
     cpu, wall, solves, failures = [], [], [], []
-    for chip, op in _shapes(N_SHAPES):
+    for chip, op in _shapes(N_SHAPES)[part::PARTS]:
         c = solve_tiles(op, chips[chip])
         b = brute_force_tiles(op, chips[chip])
         cpu.append(c.cpu_time_s)
@@ -106,7 +112,8 @@ def test_cpsat_equals_brute_force_on_200_shapes(chips):
         assert c.tk % d_ik == 0 and c.slots in SLOTS and 1 <= c.split_k <= math.ceil(op.k / c.tk), where
         assert c.working_set_bytes <= chips[chip].get("local_buffer")[0], where
     cpu, wall = np.array(cpu), np.array(wall)
-    stats = (f"CP-SAT tiles, {N_SHAPES} shapes x {len(CHIPS)} chips: CPU time median {np.median(cpu) * 1e3:.1f} ms, "
+    stats = (f"CP-SAT tiles, part {part + 1} of {PARTS} of {N_SHAPES} shapes x {len(CHIPS)} chips: CPU time median "
+             f"{np.median(cpu) * 1e3:.1f} ms, "
              f"p95 {np.percentile(cpu, 95) * 1e3:.1f} ms, max {cpu.max() * 1e3:.1f} ms; wall median "
              f"{np.median(wall) * 1e3:.1f} ms, p95 {np.percentile(wall, 95) * 1e3:.1f} ms; solves per op mean "
              f"{np.mean(solves):.2f}, max {max(solves)}")

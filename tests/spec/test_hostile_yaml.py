@@ -69,7 +69,9 @@ def test_calibration_csv_extreme_cells_are_refused(tmp_path, capsys, cell):
                  f"rtx-pro-6000,qwen3-8b:decode:batch=1:context=8192,{cell},test\n")
     assert main(["calibrate", str(p), "--chip", "rtx-pro-6000"]) == 2
     err = capsys.readouterr().err
-    assert "m.csv:2: column 'measured_time_s'" in err and "between 1 ns and 1 day" in err
+    # line 2, column 51: the cell starts after "rtx-pro-6000," (13 characters) and the 37-character workload and
+    # its comma (issue 21 item 6: every problem at file:line:col)
+    assert "m.csv:2:51 column 'measured_time_s'" in err and "between 1 ns and 1 day" in err
     assert "Traceback" not in err
 
 
