@@ -347,6 +347,37 @@ def test_xgmi_links():
     approx(cid, "one_gb_to_peer_s", 1e9 / link.rate)
 
 
+@pytest.mark.parametrize("name", catalog_names() + ["FILE"])
+def test_show_gives_the_modelled_area_power_and_cost_of_every_chip(name, capsys, tmp_path):
+    """issue 16 "How it is checked": `dse show` for every catalog chip and for a chip file: a line that begins
+    `modelled die area` with a positive value in mm^2, next to the published figure where the catalog has one
+    (`reference.die_area` of the chip file: the published figure, never an input of the model), and the
+    modelled peak power and chip cost."""
+    import re
+
+    from dse.cli import main
+
+    if name == "FILE":  # a chip file outside the catalog: the H100's, renamed, without its published area
+        data = yaml.safe_load((Path(__file__).resolve().parents[1] / "dse/data/chips/h100-sxm.yaml").read_text())
+        data["name"] = "my-chip"
+        data.get("reference", {}).pop("die_area", None)
+        arg = tmp_path / "my-chip.yaml"
+        arg.write_text(yaml.safe_dump(data, sort_keys=False))
+        published = None
+    else:
+        arg, published = name, load_chip_dict(name).get("reference", {}).get("die_area")
+    assert main(["show", str(arg)]) == 0
+    out = capsys.readouterr().out
+    line = next(x.strip() for x in out.splitlines() if x.strip().startswith("modelled die area"))
+    area = float(re.match(r"modelled die area ([0-9.]+) mm\^2", line).group(1))
+    assert area > 0
+    if published is not None:
+        assert f"published {published}" in line, line
+    else:
+        assert "no published figure" in line, line
+    assert "modelled peak power" in out and "modelled chip cost" in out
+
+
 def test_show_prints_the_modelled_die_area_power_and_cost(capsys):
     """issue 16 item 3 / issue 19 item 7: `dse show` prints the model's die area (a line that begins
     `modelled die area`, next to the published figure: H100 814 mm^2, NVIDIA H100 whitepaper), its parts, the
