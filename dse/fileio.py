@@ -1,9 +1,11 @@
-"""Files dse writes: atomically (temp file + fsync + rename), and only inside the folder they belong to."""
+"""Files dse writes: atomically (temp file + fsync + rename), and only inside the folder they belong to; and the
+one way dse reads a text file people give it (:func:`read_input_text`: bounded, regular files only)."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
@@ -13,7 +15,44 @@ from typing import IO, Any
 
 from dse.errors import SpecError
 
-__all__ = ["atomic_write", "confined_path", "open_no_follow", "output_folder", "output_file", "remove_stale_temps"]
+__all__ = ["atomic_write", "confined_path", "open_no_follow", "output_folder", "output_file", "read_input_text",
+           "remove_stale_temps", "INPUT_MAX_BYTES"]
+
+#: the most dse reads of one input file (issue 21: a few MB; a study, a CSV or a config.json is far smaller)
+INPUT_MAX_BYTES = 4 * 2**20
+
+
+def read_input_text(path: str | os.PathLike, what: str, files: str, missing: str = "file",
+                    max_bytes: int = INPUT_MAX_BYTES) -> str:
+    """The UTF-8 text (a BOM dropped) of an input file: a regular file (not a folder, FIFO, device or socket) of
+    at most ``max_bytes``, else a SpecError naming the file. ``what`` is what the user should give ('a YAML
+    file'), ``files`` the kind in the size message ('YAML files'), ``missing`` what is not there ('file').
+    At most ``max_bytes + 1`` bytes are read, whatever the size was when it was checked."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such {missing}") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SpecError(f"{path}: is a directory, expected {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError(f"{path}: not a regular file (a pipe, a device or a socket); give {what}")
+    if st.st_size > max_bytes:
+        raise SpecError(f"{path}: {st.st_size:,} bytes; dse reads {files} up to {max_bytes:,} bytes")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    if len(raw) > max_bytes:
+        raise SpecError(f"{path}: more than {max_bytes:,} bytes; dse reads {files} up to {max_bytes:,} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: not valid UTF-8 text (byte {e.start})") from None
 
 Writer = Callable[[IO[bytes]], Any]
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 import csv
 import functools
 import math
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from dse.errors import SpecError, unknown_name
+from dse.fileio import INPUT_MAX_BYTES, read_input_text
 from dse.hardware import catalog_names, resolve_name
 from dse.units import parse_quantity
 from dse.workload import build, key_values, parse_workload
@@ -144,32 +143,13 @@ def _parse_time(value: str, dimension: str) -> float:
 
 
 #: The largest measurements file read (a CSV of measured cases is a few kB).
-MAX_BYTES = 4 * 2**20
+MAX_BYTES = INPUT_MAX_BYTES
 
 
 def _read(path: Path) -> str:
     """The text of a measurements file: a regular file (not a FIFO or a device) of at most MAX_BYTES, UTF-8."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such measurements file") from None
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read the measurements file ({e.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise SpecError(f"{path}: is a directory, expected a measurements CSV")
-    if not stat.S_ISREG(st.st_mode):
-        raise SpecError(f"{path}: not a regular file (a pipe, a device or a socket); give a measurements CSV")
-    if st.st_size > MAX_BYTES:
-        raise SpecError(f"{path}: {st.st_size:,} bytes; a measurements file is read up to {MAX_BYTES:,} bytes")
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read the measurements file ({e.strerror})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: not valid UTF-8 text (byte {e.start})") from None
+    return read_input_text(path, "a measurements CSV", "measurements files", missing="measurements file",
+                           max_bytes=MAX_BYTES)
 
 
 def _field_starts(line: str) -> list[int]:

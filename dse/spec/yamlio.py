@@ -14,18 +14,17 @@ and before anything walks it, in well under a second and a few MB.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import yaml
 
 from dse.errors import SpecError
+from dse.fileio import INPUT_MAX_BYTES, read_input_text
 
 Loc = tuple[int, int]  # 1-based line, column
 
 #: The largest YAML file dse reads (chip, study, what-if and workload files are a few kB).
-MAX_BYTES = 4 * 2**20
+MAX_BYTES = INPUT_MAX_BYTES
 #: The most nodes a document may hold once its aliases are expanded.
 MAX_NODES = 200_000
 
@@ -171,27 +170,7 @@ def load_yaml_text(text: str, file: str = "<string>"):
 def load_yaml(path) -> object:
     """Read and parse a YAML file (UTF-8). Errors name the file."""
     path = Path(path)
-    try:
-        st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(st.st_mode):
-            raise SpecError(f"{path}: not a regular file (a pipe, a device or a socket); give a YAML file")
-        if st.st_size > MAX_BYTES:
-            raise SpecError(f"{path}: {st.st_size:,} bytes; dse reads YAML files up to {MAX_BYTES:,} bytes")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: not valid UTF-8 text (byte {e.start})") from None
+    text = read_input_text(path, "a YAML file", "YAML files", max_bytes=MAX_BYTES)
     return load_yaml_text(text, str(path))
 
 

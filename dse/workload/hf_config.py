@@ -27,12 +27,11 @@ a family not in the table.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 
 from dse.errors import SpecError
+from dse.fileio import INPUT_MAX_BYTES, read_input_text
 from dse.spec.types import MAX_COUNT
 from dse.spec.yamlio import LocDict
 
@@ -57,7 +56,7 @@ def _model_name(path: Path, cfg: dict) -> str:
 #: The most layers a config may have (the largest public decoders have ~130; the MoE layer list is built per layer).
 MAX_LAYERS = 10_000
 #: The largest config.json read (real ones are a few kB).
-MAX_BYTES = 4 * 2**20
+MAX_BYTES = INPUT_MAX_BYTES
 
 
 def _key_locator(text: str):
@@ -90,26 +89,8 @@ def read_hf_config(path) -> dict:
     ModelConfig's own checks name ``config.json:line:col`` too; every refusal here does.
     """
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except OSError:
-        st = None
-    if st is None:
-        raise SpecError(f"{p}: no such config.json (a Hugging Face model config is given by path; nothing is "
-                        "downloaded)")
-    if not stat.S_ISREG(st.st_mode):
-        raise SpecError(f"{p}: not a regular file (a folder, a pipe, a device or a socket); give a config.json")
-    if st.st_size > MAX_BYTES:
-        raise SpecError(f"{p}: {st.st_size:,} bytes; a config.json is read up to {MAX_BYTES:,} bytes")
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise SpecError(f"{p}: cannot read: {e.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise SpecError(f"{p}:{line}: not valid UTF-8 text (byte {e.start})") from None
+    text = read_input_text(p, "a config.json", "config.json files", max_bytes=MAX_BYTES,
+                           missing="config.json (a Hugging Face model config is given by path; nothing is downloaded)")
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as e:
