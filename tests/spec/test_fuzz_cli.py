@@ -314,11 +314,23 @@ def _stub_png(self, fname, *args, **kwargs):  # matplotlib.figure.Figure.savefig
         Path(fname).write_bytes(data)
 
 
+@contextlib.contextmanager
+def pngs_stubbed():
+    """Figure.savefig writes a stub while the block runs (the fuzzers check files and exit codes, not pixels)."""
+    from matplotlib.figure import Figure
+
+    real = Figure.savefig
+    Figure.savefig = _stub_png
+    try:
+        yield
+    finally:
+        Figure.savefig = real
+
+
 @settings(max_examples=RUN_EXAMPLES, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
           suppress_health_check=list(HealthCheck))
 @given(example=run_examples)
 def test_what_validate_accepts_runs(sandbox, example):
-    from matplotlib.figure import Figure
 
     name, raw = example
     path = _write(sandbox, name, raw)
@@ -332,12 +344,8 @@ def test_what_validate_accepts_runs(sandbox, example):
         path.unlink()
         return
     before = _tree(sandbox, skip=out)
-    real = Figure.savefig
-    Figure.savefig = _stub_png
-    try:
+    with pngs_stubbed():
         code, err, text = _cli(argv)
-    finally:
-        Figure.savefig = real
     note(f"dse {' '.join(argv)} -> {code}: {text[-2000:]}")
     assert "Traceback" not in text, text
     assert not isinstance(err, SpecError), f"validate accepted {path}, `dse {argv[0]}` refused it: {err}"

@@ -48,8 +48,8 @@ from tests.spec.test_fuzz_cli import (
     _check_validate,
     _cli,
     _mutate,
-    _stub_png,
     _tree,
+    pngs_stubbed,
     sandbox,  # noqa: F401 - the module's sandbox fixture (the current folder while the tests run)
 )
 
@@ -333,7 +333,6 @@ def test_validate_exits_0_or_2_with_located_messages(sandbox, example):  # noqa:
           suppress_health_check=list(HealthCheck))
 @given(example=run_examples, variant=st.integers(0, 1))
 def test_what_validate_accepts_runs(sandbox, example, variant):  # noqa: F811 - the fixture
-    from matplotlib.figure import Figure
 
     from dse.cli.validate import validate_file
 
@@ -349,12 +348,8 @@ def test_what_validate_accepts_runs(sandbox, example, variant):  # noqa: F811 - 
     argv = _run_command(path, out, kind, variant)
     assert argv is not None, f"{name}: validated as {kind!r}"
     before = _tree(sandbox, skip=out)
-    real = Figure.savefig
-    Figure.savefig = _stub_png
-    try:
+    with pngs_stubbed():
         code, err, text = _cli(argv)
-    finally:
-        Figure.savefig = real
     note(f"dse {' '.join(argv)} -> {code}: {text[-2000:]}")
     assert "Traceback" not in text, text
     if isinstance(err, SpecError):

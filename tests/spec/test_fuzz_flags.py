@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
 from dse import cli
-from tests.spec.test_fuzz_cli import _stub_png, _tree
+from tests.spec.test_fuzz_cli import _tree, pngs_stubbed
 from tests.spec.test_fuzz_files import CALIBRATED_CHIP, KNOBS, MODEL_CONFIGS, SEED_CSV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +252,6 @@ def _unlocated(text: str) -> list[str]:
           suppress_health_check=list(HealthCheck))
 @given(argv=command_line(), n=st.integers(0, 10**6))
 def test_every_command_line_ends_in_0_2_or_3_without_a_traceback(box, argv, n):
-    from matplotlib.figure import Figure
 
     out = box / f"out-{n}"
     argv = [a.replace("{out}", str(out)) for a in argv]
@@ -263,12 +262,8 @@ def test_every_command_line_ends_in_0_2_or_3_without_a_traceback(box, argv, n):
         ({box / "results"} if argv[0] == "report" else set())
     before = {k: v for k, v in _tree(box, skip=out).items() if not any(Path(box / k).is_relative_to(a)
                                                                         for a in allowed)}
-    real = Figure.savefig
-    Figure.savefig = _stub_png
-    try:
+    with pngs_stubbed():
         code, _, text = _main(argv)  # an exception other than SystemExit escapes: a bug
-    finally:
-        Figure.savefig = real
     note(f"-> {code}: {text[-3000:]}")
     assert code in (0, 2, 3), (code, text)
     assert "Traceback" not in text, text
