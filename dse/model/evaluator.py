@@ -801,9 +801,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # operand, or once per L2 panel where that is wider; with the whole operand in L2 it is read once.
     t2 = tiling.l2_panel(l2, ops.k, ops.ea, ops.eb)
     c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)  # output tiles along M and N
-    rA, rB = tiling.block_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, c_m, c_n, units, split,
-                                tiling.operand_reads(ops.a_gemm, ops.n, 1.0, t2, l2),
-                                tiling.operand_reads(ops.b_gemm, ops.m, 1.0, t2, l2), tiling.block_span(l2, c.buf))
+    # an operand panel that fits a unit's local buffer stays there (tiling.resident_panels): read once
+    keep_a, keep_b = tiling.resident_panels(tm, tn, ops.k, ik, ops.ea, ops.eb,
+                                            np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)
+    rA, rB = tiling.resident_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, c_m, c_n, units, split,
+                                   tiling.operand_reads(ops.a_gemm, ops.n, 1.0, t2, l2),
+                                   tiling.operand_reads(ops.b_gemm, ops.m, 1.0, t2, l2), tiling.block_span(l2, c.buf),
+                                   keep_a & g & ~ops.on_chip_a, keep_b & g)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem

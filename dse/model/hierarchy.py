@@ -15,7 +15,8 @@ Levels (issue 15 item 1), from the datapath out:
     L2            per die    what the local buffers read: each output tile's A and B panels (the tile rule of
                              dse.model.tiling.gemm_traffic), shared by multicast within a cluster of units
                              (Hopper / Blackwell TMA multicast), plus C and the split-K partial sums
-    main memory              the existing off-chip rule (dse.model.tiling.block_reads)
+    main memory              the off-chip rule (dse.model.tiling.block_reads; an operand panel that fits a
+                             unit's local buffer is read once: tiling.resident_reads)
 
 Register tile (R_M x R_N): the output block one reader -- a warp group, a wave, the systolic array -- holds in
 registers while it streams a K slice of the tile's panels out of the local buffer. It reads its R_M rows of

@@ -19,6 +19,8 @@ Sources:
     l2_panel, operand_reads              seed 004 §4.3.2, §4.4.1 (an operand re-read once per L2 panel)
     block_span, block_reads              seed 004 §4.2.1, §4.3.2 (the units' concurrent output block shares
                                          its operand panels: re-reads per block, not per tile)
+    resident_panels, resident_reads      seed 004 §4.3.2, §4.4.1 (an operand panel that fits a unit's local
+                                         buffer stays there: read once; issue 15 item 2)
     partial_sum_bytes, partial_sum_splits  seed 004 §4.4.2 (split-K: partial sums written and read back)
     strided_tile_span                    seed 004 §4.4.1 (a tile's bytes vs its address span; `dse tiles`)
     occupancy                            seed 000 "Worked occupancy example" (resident waves; `dse tiles`)
@@ -53,6 +55,8 @@ __all__ = [
     "operand_reads",
     "block_span",
     "block_reads",
+    "resident_panels",
+    "resident_reads",
     "partial_sum_bytes",
     "partial_sum_splits",
     "TileSpan",
@@ -278,6 +282,55 @@ def block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=np.
             best = np.where(better, cost, best)
             ba, bb = np.where(better, ra, ba), np.where(better, rb, bb)
     r_a[idx], r_b[idx] = ba, bb
+    return r_a, r_b
+
+
+def resident_panels(tm, tn, k, ik, a_elem_bytes, b_elem_bytes, acc_bytes, local_buffer_bytes):
+    """(A fits, B fits): whether a unit's local buffer holds a whole operand panel beside the other operand's stream.
+
+    An A panel is the T_M rows of A over all K (T_M K e_A bytes); kept in the buffer, the unit computes every
+    output tile of those rows while B streams past it in instruction-deep slices, double-buffered (2 k_i T_N e_B),
+    into the T_M x T_N accumulator tile (``acc_bytes`` per element, 0 with a separate accumulator store):
+        T_M K e_A + 2 k_i T_N e_B + acc T_M T_N <= local buffer
+    (B alike: K T_N e_B + 2 k_i T_M e_A + acc T_M T_N). ZigZag's tpu_like (2 MiB SRAM, 32 x 32 array, INT8) at
+    M = 256, K = 4096: the 256 x 4096 input is 1 MiB, +2 x 32 x 256 + 0 = 1,064,960 B <= 2 MiB, so it stays
+    while the 16 MiB of weights stream once (ZigZag 3.9.1 reads 18.9 MB, tests/model/test_zigzag.py). A T_K the
+    tile was given is the streaming choice without a resident panel, so it does not enter (the kernel that keeps
+    a panel streams at the instruction's depth); nor does split-K (the panel is the whole K: conservative).
+    """
+    acc_tile = acc_bytes * tm * tn
+    fits_a = tm * k * a_elem_bytes + 2.0 * ik * tn * b_elem_bytes + acc_tile <= local_buffer_bytes
+    fits_b = k * tn * b_elem_bytes + 2.0 * ik * tm * a_elem_bytes + acc_tile <= local_buffer_bytes
+    return fits_a, fits_b
+
+
+def resident_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=np.inf, keep_a=False, keep_b=False):
+    """Times A and B are read from main memory: the best of :func:`block_reads` and a resident panel.
+
+    Where A's panels fit the units' local buffers (``keep_a``, :func:`resident_panels`), each unit keeps its T_M
+    rows of A and sweeps every tile column: A is read once, and B once per group of row panels in flight,
+    r_B = min(ceil(c_M / min(U', span)), cap_B) (U' = floor(U / s) units, ``span`` the rows a block may share
+    through the L2: :func:`block_span`; no L2, span 1: each unit streams B itself). B alike with ``keep_b``.
+    The kernel takes the dataflow that moves the fewest bytes, A r_A + B r_B (a tie keeps the block). ZigZag's
+    tpu_like at M = 256 (one unit, c_M = 1, c_N = 16): the block rule reads the 1 MiB input 16 times, the
+    resident input once: 16 MiB + 1 MiB + 1 MiB of output = 18.9 MB. Returns (r_A, r_B) as float arrays.
+    """
+    r_a, r_b = block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
+    keep_a, keep_b = np.asarray(keep_a, dtype=bool), np.asarray(keep_b, dtype=bool)
+    if not (keep_a.any() or keep_b.any()):
+        return r_a, r_b
+    a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span = (
+        np.asarray(x, dtype=float) for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span))
+    group = np.minimum(np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0), span)  # panels in flight
+    best = a_bytes * r_a + b_bytes * r_b
+    for keep, ra, rb in (
+            (keep_a, 1.0, np.where(cap_b > 1.0, np.minimum(np.ceil(np.maximum(c_m, 1.0) / group), cap_b), 1.0)),
+            (keep_b, np.where(cap_a > 1.0, np.minimum(np.ceil(np.maximum(c_n, 1.0) / group), cap_a), 1.0), 1.0)):
+        cost = a_bytes * ra + b_bytes * rb
+        take = keep & (cost < best)
+        if take.any():
+            best = np.where(take, cost, best)
+            r_a, r_b = np.where(take, ra, r_a), np.where(take, rb, r_b)
     return r_a, r_b
 
 

@@ -420,14 +420,14 @@ def evaluate_tiles(op: Op, chip, tm, tn, tk, split, *, full: bool = False):
             "clock_ratio": out.columns["clock_ratio"]}
 
 
-def _acc_bytes(d: TileData) -> float:
+def buffer_accumulator_bytes(d: TileData) -> float:
     """Accumulator bytes per output element in the local buffer: 0 with a separate accumulator store."""
     return 0.0 if d.accumulator > 0 else tiling.ACCUMULATOR_BYTES
 
 
 def working_set(d: TileData, tm, tn, tk, slots):
     """Local-buffer bytes of a tiling: :func:`dse.model.tiling.tile_working_set` (the evaluator's metric)."""
-    return tiling.tile_working_set(tm, tn, tk, d.ea, _acc_bytes(d), slots=slots, b_bytes=d.eb)
+    return tiling.tile_working_set(tm, tn, tk, d.ea, buffer_accumulator_bytes(d), slots=slots, b_bytes=d.eb)
 
 
 def accumulator_bytes(tm, tn):

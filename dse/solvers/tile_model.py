@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 from dse.errors import SolverError
 from dse.model import tiling
 from dse.solvers.cpsat_common import INT_LIMIT, to_int
-from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData, class_min
+from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData, buffer_accumulator_bytes, class_min
 
 __all__ = ["TileModel", "TIME_BITS", "BW_BITS", "MIN_BYTE_SCALE", "P_BITS", "F_BITS", "NO_ROOM", "BAND_RTOL"]
 
@@ -214,6 +214,7 @@ class TileModel:
         sb = self.sb
         terms = []
         re_a, re_b = d.a_mem > 0 and d.ra_cap > 1, d.b_mem > 0 and d.rb_cap > 1
+        keep = self._resident(re_a, re_b)
         r_blk = {}
         if d.units > 1 and (re_a or re_b):
             # the units' concurrent block of a x b output tiles (dse.model.tiling.block_reads): a b s <= U; A is
@@ -228,10 +229,11 @@ class TileModel:
                 lits.append(x)
                 if d.units // (a * b) < d.split_max:
                     m.add(v["split"] <= d.units // (a * b)).only_enforce_if(x)
+                # (a resident panel: that operand is read once, the other once per block of the kept ones)
                 if ra is not None and b < d.qn_max:
-                    m.add(b * ra >= v["c_n"]).only_enforce_if(x)
+                    m.add(b * ra >= v["c_n"]).only_enforce_if([x] + ([~keep["reads_a"]] if "reads_a" in keep else []))
                 if rb is not None and a < d.qm_max:
-                    m.add(a * rb >= v["c_m"]).only_enforce_if(x)
+                    m.add(a * rb >= v["c_m"]).only_enforce_if([x] + ([~keep["reads_b"]] if "reads_b" in keep else []))
             m.add_exactly_one(lits)
         for name, size, cap, count in (("reads_a", d.a_mem, d.ra_cap, "c_n"), ("reads_b", d.b_mem, d.rb_cap, "c_m")):
             if size <= 0:
@@ -242,8 +244,13 @@ class TileModel:
             r = self._var(name, 1, min(self.hi[count], cap))
             if name in r_blk:  # r = min(ceil(c / block), cap)
                 m.add_min_equality(r, [r_blk[name], cap])
-            else:  # one unit: ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2))
-                m.add_min_equality(r, [v[count], cap])
+            else:  # one unit: ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2)); 1 for a resident panel
+                src = v[count]
+                if name in keep:
+                    src = self._var(f"{name}_unresident", 1, self.hi[count])
+                    m.add(src == v[count]).only_enforce_if(~keep[name])
+                    m.add(src == 1).only_enforce_if(keep[name])
+                m.add_min_equality(r, [src, cap])
             terms.append(to_int(size * sb) * r)
         terms.append(to_int(d.c_mem * sb))
         if d.split_max >= d.partial_split:
@@ -256,6 +263,31 @@ class TileModel:
             terms.append(to_int(d.partial_bytes * sb) * extra)
         m.add(v["bytes"] == sum(terms))
         m.add(self.bw_q * v["time"] >= v["bytes"])
+
+    def _resident(self, re_a: bool, re_b: bool) -> dict:
+        """Literals of an operand panel kept in a unit's local buffer (dse.model.tiling.resident_panels), one per
+        re-read operand whose panel fits beside the smallest tile: {"reads_a": keep_a, "reads_b": keep_b}. Each
+        enforces its fit (T_M K e_A + 2 k_i T_N e_B + acc T_M T_N <= buffer; B alike); at most one is kept."""
+        d, m, v = self.d, self.model, self.v
+        if d.local_buffer <= 0:
+            return {}
+        s = MIN_BYTE_SCALE
+        ea, eb = to_int(d.ea, 1 / s, "up"), to_int(d.eb, 1 / s, "up")
+        acc = to_int(buffer_accumulator_bytes(d), 1 / s, "up")
+        buf = to_int(d.local_buffer, 1 / s, "down")
+        keep = {}
+        for name, wanted, panel, stream in (("reads_a", re_a, (ea * d.k, "t_m"), (2 * d.ik * eb, "t_n")),
+                                            ("reads_b", re_b, (eb * d.k, "t_n"), (2 * d.ik * ea, "t_m"))):
+            least = {"t_m": d.im, "t_n": d.inn}  # the smallest tile
+            lo = panel[0] * least[panel[1]] + stream[0] * least[stream[1]] + acc * d.im * d.inn
+            if not wanted or lo > buf:
+                continue
+            x = m.new_bool_var(f"resident_{name[-1]}[{d.op.name}]")
+            m.add(panel[0] * v[panel[1]] + stream[0] * v[stream[1]] + acc * v["c_tile"] <= buf).only_enforce_if(x)
+            keep[name] = x
+        if len(keep) == 2:
+            m.add_at_most_one(keep.values())
+        return keep
 
     def _onchip(self):
         """The L2 and local-buffer times (dse.model.hierarchy, at the peak clock):
@@ -381,9 +413,11 @@ class TileModel:
     def bytes_of(self, cm: int, cn: int, split: int) -> int:
         """The model's integer bytes (x byte scale) of a class, by the same terms as the constraint."""
         d, sb = self.d, self.sb
-        ra, rb = (int(x) for x in tiling.block_reads(d.a_mem, d.b_mem, cm, cn, d.units, split,
-                                                      max(d.ra_cap, 1), max(d.rb_cap, 1),
-                                                      d.block_span))
+        tm, tn = class_min(d, cm, cn)  # (the class's cheapest tile: the most room for a resident panel)
+        keep_a, keep_b = tiling.resident_panels(tm, tn, d.k, d.ik, d.ea, d.eb, buffer_accumulator_bytes(d), d.local_buffer)
+        ra, rb = (int(x) for x in tiling.resident_reads(d.a_mem, d.b_mem, cm, cn, d.units, split,
+                                                         max(d.ra_cap, 1), max(d.rb_cap, 1),
+                                                         d.block_span, keep_a and d.a_mem > 0, keep_b))
         out = to_int(d.a_mem * sb) * ra + to_int(d.b_mem * sb) * rb + to_int(d.c_mem * sb)
         if split >= d.partial_split:
             out += to_int(d.partial_bytes * sb) * (split - 1)

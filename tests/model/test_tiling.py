@@ -238,3 +238,51 @@ def test_block_reads_of_a_huge_matrix(cm, cn, units):
     ra, rb = tiling.block_reads(A, B, cm, cn, units, 1, cap, cap)
     cost, _, _ = _block_brute_force_small_units(A, B, cm, cn, units, cap, cap)
     assert A * float(ra) + B * float(rb) == cost
+
+
+def test_resident_panels_by_hand():
+    """ZigZag 3.9.1's tpu_like (2 MiB SRAM, 32 x 32 array, INT8; tests/data/zigzag_tpu_like.yaml), M = 256,
+    N = K = 4096, 256 x 256 tiles: the A panel 256 x 4096 x 1 B = 1 MiB, B streamed 2 x 32 x 256 B = 16 KiB, the
+    accumulators in their own store (0): 1,064,960 B <= 2,097,152 -- kept. The B panel (4096 x 256) with A's
+    stream is the same size and fits too. A 1 MiB buffer holds neither. H100's 228 KiB of shared memory does not
+    hold a BF16 128-row panel even at K = 512: 128 x 512 x 2 = 128 KiB + 2 x 16 x 256 x 2 = 16 KiB + the FP32
+    accumulators 128 x 256 x 4 = 128 KiB = 272 KiB > 228 KiB -- not kept (GPUs keep nothing at prefill sizes)."""
+    ka, kb = tiling.resident_panels(256, 256, 4096, 32, 1.0, 1.0, 0.0, 2 * 2**20)
+    assert bool(ka) and bool(kb)
+    ka, kb = tiling.resident_panels(256, 256, 4096, 32, 1.0, 1.0, 0.0, 2**20)
+    assert not bool(ka) and not bool(kb)
+    assert 256 * 4096 + 2 * 32 * 256 == 1_064_960
+    ka, _ = tiling.resident_panels(128, 256, 512, 16, 2.0, 2.0, 4.0, 228 * 1024)
+    assert not bool(ka) and 128 * 512 * 2 + 2 * 16 * 256 * 2 + 128 * 256 * 4 == 272 * 1024
+
+
+def test_resident_reads_by_hand():
+    """tpu_like at M = 256 (one unit, no L2: span 1; c_M = 1, c_N = 16; A = 1 MiB, B = 16 MiB, neither fits an
+    L2, caps 16 and 1 tile rows): the block rule reads A once per tile column, 16 times; the kept A is read once,
+    and B once per row panel, c_M = 1 (ZigZag: 18,874,368 B with the output). Trainium2-like, 8 units and no L2
+    (span 1): c_M = 2 row panels kept, B streamed by each unit on its own, twice; with an L2 to share it (span 8),
+    once."""
+    A, B = 2**20, 16 * 2**20
+    assert [float(x) for x in tiling.block_reads(A, B, 1, 16, 1, 1, 16, 1)] == [16.0, 1.0]
+    assert [float(x) for x in tiling.resident_reads(A, B, 1, 16, 1, 1, 16, 1, 1.0, True, False)] == [1.0, 1.0]
+    assert [float(x) for x in tiling.resident_reads(A, B, 2, 16, 8, 1, 16, 2, 1.0, True, False)] == [1.0, 2.0]
+    assert [float(x) for x in tiling.resident_reads(A, B, 2, 16, 8, 1, 16, 2, 8.0, True, False)] == [1.0, 1.0]
+    # B kept instead (a wide B panel): A once per group of kept column panels, ceil(16 / 1) = 16 on one unit
+    assert [float(x) for x in tiling.resident_reads(A, B, 1, 16, 1, 1, 16, 1, 1.0, False, True)] == [16.0, 1.0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 200), st.integers(1, 4),
+       st.integers(1, 50), st.integers(1, 50), st.floats(0.1, 10.0), st.integers(1, 60), st.booleans(),
+       st.booleans())
+def test_resident_reads_never_move_more_than_the_block_and_never_below_compulsory(cm, cn, units, split, cap_a,
+                                                                                  cap_b, ratio, span, ka, kb):
+    """A resident panel is an option the kernel takes only when it moves fewer bytes: never more traffic than
+    block_reads (its brute force above), each operand read at least once, at most its L2 cap."""
+    A, B = 1e6 * ratio, 1e6
+    ra, rb = tiling.resident_reads(A, B, cm, cn, units, split, cap_a, cap_b, span, ka, kb)
+    cost, _, _ = _block_brute_force(A, B, cm, cn, units, split, cap_a, cap_b, span)
+    assert A * float(ra) + B * float(rb) <= cost * (1 + 1e-12)
+    assert 1 <= float(ra) <= max(cap_a, 1) and 1 <= float(rb) <= max(cap_b, 1)
+    if not (ka or kb):
+        assert A * float(ra) + B * float(rb) == pytest.approx(cost, rel=1e-12)
