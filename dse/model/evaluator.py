@@ -1231,8 +1231,12 @@ class WorkloadMetrics:
 
 def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = False,
                       fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
-                      rom_energy_per_byte=0.0, package=None) -> WorkloadMetrics:
+                      rom_energy_per_byte=0.0, package=None, reference: bool = False) -> WorkloadMetrics:
     """Metrics of N points on one workload as (N,) arrays (the fast path). See module docstring.
+
+    ``reference``: the numpy reference of the fast path (module docstring, "Speed"): each point evaluated on
+    its own, as a batch of one, through the same functions, and the results stacked. The property test
+    (tests/test_evaluate_fast.py) checks that the batched path gives the same numbers.
 
     ``weights_in_rom``: the what-if of seed 004 §4.7.3 -- the weights sit in a
     separate read-only memory of ``rom_bandwidth`` B/s (default unlimited) and
@@ -1241,6 +1245,10 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     the slower of the two interfaces, and the weights take no main-memory
     capacity (``resident_bytes``, ``fits``, ``max_batch``).
     """
+    if reference and chips.n > 1:
+        return _reference(chips, workload, tiles, breakdown, package,
+                          dict(fused_attention=fused_attention, weights_in_rom=weights_in_rom,
+                               rom_bandwidth=rom_bandwidth, rom_energy_per_byte=rom_energy_per_byte))
     ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
     cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
@@ -1281,6 +1289,37 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
         breakdown_rec = OperatorBreakdown(workload=workload.name, names=ops.names, count=ops.count,
                                           **{k: op_arrays[k] for k in _OP_FIELDS})
     return WorkloadMetrics(workload.name, workload.phase, out, breakdown_rec)
+
+
+def _reference(chips: Chips, workload, tiles, breakdown: bool, package, options) -> WorkloadMetrics:
+    """:func:`evaluate_workload` point by point (``reference=True``): each point a batch of one, stacked."""
+    N = chips.n
+    O = len(op_table(workload, options["fused_attention"]).names)
+    rom = {k: np.broadcast_to(np.asarray(options[k], dtype=float), (N,)) for k in ("rom_bandwidth",
+                                                                                  "rom_energy_per_byte")}
+    tiles_n = None if tiles is None else tuple(np.broadcast_to(np.asarray(x, dtype=float), (N, O)) for x in tiles)
+    parts = []
+    for i in range(N):
+        pkg = None if package is None else _package_rows(package, i)
+        parts.append(evaluate_workload(
+            chips.take(i), workload, None if tiles_n is None else tuple(x[i:i + 1] for x in tiles_n), breakdown,
+            options["fused_attention"], options["weights_in_rom"], rom["rom_bandwidth"][i],
+            rom["rom_energy_per_byte"][i], pkg))
+    cols = {k: np.concatenate([p.columns[k] for p in parts]) for k in parts[0].columns}
+    rec = None
+    if breakdown:
+        first = parts[0].operators
+        rec = dataclasses.replace(first, **{k: np.concatenate([np.asarray(getattr(p.operators, k)) for p in parts])
+                                            for k in _OP_FIELDS})
+    return WorkloadMetrics(parts[0].workload, parts[0].phase, cols, rec)
+
+
+def _package_rows(package, i: int):
+    """One point of a PackageArea (dse.model.area)."""
+    def one(v):
+        return v[i:i + 1] if isinstance(v, np.ndarray) and v.ndim == 1 else v
+    return dataclasses.replace(package, **{f.name: one(getattr(package, f.name)) for f in dataclasses.fields(package)
+                                           if f.name != "parts"}, parts={k: one(v) for k, v in package.parts.items()})
 
 
 def evaluate_arrays(chips: Chips, workload, **options) -> dict[str, np.ndarray]:
