@@ -753,8 +753,23 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
 
 
 def _sum(x, cnt):
-    """sum over operators of x x count: (rows, O) -> (rows,)."""
-    return np.atleast_2d(x * cnt).sum(axis=1)
+    """sum over operators of x x count: (rows, O) -> (rows,), as one matrix-vector product (the same sum, in
+    another order: within rounding); rows that are one row broadcast are summed once."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    if x.shape[0] > 1 and x.strides[0] == 0:
+        return np.full(x.shape[0], (x[:1] @ cnt)[0])
+    return x @ cnt
+
+
+def _by_bound(bound_idx, tw) -> np.ndarray:
+    """(resources, rows): per point, the sum of ``tw`` over the operators of each bound resource (one pass)."""
+    b, w = np.broadcast_arrays(bound_idx, tw)
+    nb, rows = len(BOUND_NAMES), b.shape[0]
+    keys = b + (np.arange(rows) * nb)[:, None]
+    sums = np.bincount(keys.ravel(), weights=w.ravel(), minlength=rows * nb)
+    return np.ascontiguousarray(sums.reshape(rows, nb).T)
 
 
 def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
@@ -1039,7 +1054,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
-    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(len(BOUND_NAMES))]
+    t_bound = _by_bound(bound_idx, tw)
     w = info
     tokens, flops = w.tokens, w.flops
     cr1 = cr_point[:, 0]
@@ -1123,7 +1138,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
-    out["bound_code"] = np.argmax(np.stack(t_bound), axis=0)
+    out["bound_code"] = np.argmax(t_bound, axis=0)
     # capacity (seed 004 §4.3.1)
     cap_bytes = c.cap[:, 0]
     resident = w.resident
