@@ -16,6 +16,7 @@ import pytest
 
 from dse import workload as W
 from dse.hardware import Chips, load_chip
+import dse.model.evaluator as ev
 from dse.model.evaluator import evaluate_workload
 
 RTOL = 1e-9
@@ -107,10 +108,11 @@ def test_breakdown_and_rom():
 
 def test_large_batch_blocks_match_reference_rows():
     """More points than one block (the fast path cuts the batch): a sample of rows against the reference."""
-    chips = random_points("h100", 3000, seed=11)
     w = workload("decode")
+    block = ev._BLOCK_ELEMENTS // len(w.ops)  # points per block
+    chips = random_points("h100", 2 * block + 50, seed=11)
     fast = evaluate_workload(chips, w)
-    idx = np.r_[0:5, 1480:1500, 2990:3000]
+    idx = np.r_[0:5, block - 10:block + 10, 2 * block - 3:2 * block + 3, chips.n - 5:chips.n]
     ref = evaluate_workload(chips.take(idx), w, reference=True)
     sub = type(fast)(fast.workload, fast.phase, {k: np.broadcast_to(v, (chips.n,))[idx] for k, v in
                                                  fast.columns.items()})

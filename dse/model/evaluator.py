@@ -79,8 +79,9 @@ BOUND_NAMES = np.array(["compute", "vector", "memory", "l2", "local"])
 _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "int8",
           "fp16", "bf16", "tf32", "fp32"]
 
-#: (point x operator) elements per block: big enough to amortize numpy's per-call cost, small enough for the cache
-_BLOCK_ELEMENTS = 1 << 15
+#: (point x operator) elements per block: big enough to amortize numpy's per-call cost (measured best at 2^17 once
+#: the temporaries stopped coming back as fresh pages, see _MALLOC_SETTINGS; 2^15 before)
+_BLOCK_ELEMENTS = 1 << 17
 
 #: glibc malloc settings the evaluator sets once (``DSE_MALLOC_TUNING=0`` leaves the allocator alone): arrays up
 #: to 32 MiB from the heap instead of fresh mmap()s, and up to 512 MiB of freed heap kept instead of returned to
@@ -753,14 +754,15 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
 
 
 def _sum(x, cnt):
-    """sum over operators of x x count: (rows, O) -> (rows,), as one matrix-vector product (the same sum, in
-    another order: within rounding); rows that are one row broadcast are summed once."""
+    """sum over operators of x x count: (rows, O) -> (rows,), in one pass (einsum; within rounding of the sum of
+    the products). Each row is summed by the same loop over its C-contiguous values whatever the number of rows,
+    so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
     x = np.asarray(x, dtype=float)
     if x.ndim < 2:
         x = x.reshape(1, -1)
     if x.shape[0] > 1 and x.strides[0] == 0:
-        return np.full(x.shape[0], (x[:1] @ cnt)[0])
-    return x @ cnt
+        return np.full(x.shape[0], _sum(x[:1], cnt)[0])
+    return np.einsum("ij,j->i", np.ascontiguousarray(x), cnt)
 
 
 def _by_bound(bound_idx, tw) -> np.ndarray:
