@@ -11,7 +11,7 @@ Design points: Chips.from_base over the H100 with random ``units``, ``clock`` an
 
 For each N (default 1, 1,000, 100,000 and 1,000,000; ``--quick`` stops at 100,000) and workload: the wall
 and CPU time of ``evaluate_arrays`` (the fast path solvers use), best of ``--repeat`` calls after one
-warm-up call (N >= 1e6: one call, no warm-up), designs/s on each, and the same for the numpy reference
+warm-up call (N >= 1e6: one timed call), designs/s on each, and the same for the numpy reference
 (``evaluate_arrays(..., reference=True)``: dse.model.evaluator's docstring, "Speed") with the ratio of the
 two CPU rates (the reference evaluates one point at a time, so it is timed on at most REF_POINTS points of the
 N and its "ref CPU" is for those). ``--tables`` adds the per-operator breakdown and the ``evaluate`` DataFrame.
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         chips = design_points(n)
         reps = _repeats(n, repeat)
         for name, wl in wls.items():
-            wall, cpu = timed(lambda: evaluate_arrays(chips, wl), reps, warm=n < 1_000_000)
+            wall, cpu = timed(lambda: evaluate_arrays(chips, wl), reps)
             rate = n / cpu
             results[(name, n)] = rate
             if args.no_reference:
