@@ -79,8 +79,37 @@ BOUND_NAMES = np.array(["compute", "vector", "memory", "l2", "local"])
 _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp8_e5m2", "int8",
           "fp16", "bf16", "tf32", "fp32"]
 
-#: (point x operator) elements per block: big enough to amortize numpy's per-call cost, small enough for the cache
-_BLOCK_ELEMENTS = 1 << 15
+#: (point x operator) elements per block: big enough to amortize numpy's per-call cost (measured best at 2^17 once
+#: the temporaries stopped coming back as fresh pages, see _MALLOC_SETTINGS; 2^15 before)
+_BLOCK_ELEMENTS = 1 << 17
+
+#: glibc malloc settings the evaluator sets once (``DSE_MALLOC_TUNING=0`` leaves the allocator alone): arrays up
+#: to 32 MiB from the heap instead of fresh mmap()s, and up to 512 MiB of freed heap kept instead of returned to
+#: the system. With glibc's defaults every block's (points x operators) temporaries and every call's (N,) outputs
+#: came back as fresh pages: ~25% of a call's CPU time was the kernel zeroing pages (README, "Evaluator speed").
+_MALLOC_SETTINGS = ((-3, 32 << 20), (-1, 512 << 20))  # (M_MMAP_THRESHOLD, bytes), (M_TRIM_THRESHOLD, bytes)
+_malloc_tuned = False
+
+
+def _tune_allocator() -> None:
+    """Apply :data:`_MALLOC_SETTINGS` once per process (glibc only; a no-op elsewhere or where it fails)."""
+    global _malloc_tuned
+    if _malloc_tuned:
+        return
+    _malloc_tuned = True
+    import os
+    import sys
+    if not sys.platform.startswith("linux") or os.environ.get("DSE_MALLOC_TUNING", "1") == "0":
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        mallopt = getattr(libc, "mallopt", None)
+        if mallopt is not None and getattr(libc, "gnu_get_libc_version", None) is not None:
+            for param, value in _MALLOC_SETTINGS:
+                mallopt(ctypes.c_int(param), ctypes.c_int(value))
+    except OSError:  # (no C library to load: leave it)
+        pass
 
 
 @dataclass(frozen=True)
@@ -725,8 +754,24 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
 
 
 def _sum(x, cnt):
-    """sum over operators of x x count: (rows, O) -> (rows,)."""
-    return np.atleast_2d(x * cnt).sum(axis=1)
+    """sum over operators of x x count: (rows, O) -> (rows,), in one pass (einsum; within rounding of the sum of
+    the products). Each row is summed by the same loop over its C-contiguous values whatever the number of rows,
+    so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    if x.shape[0] > 1 and x.strides[0] == 0:
+        return np.full(x.shape[0], _sum(x[:1], cnt)[0])
+    return np.einsum("ij,j->i", np.ascontiguousarray(x), cnt)
+
+
+def _by_bound(bound_idx, tw) -> np.ndarray:
+    """(resources, rows): per point, the sum of ``tw`` over the operators of each bound resource (one pass)."""
+    b, w = np.broadcast_arrays(bound_idx, tw)
+    nb, rows = len(BOUND_NAMES), b.shape[0]
+    keys = b + (np.arange(rows) * nb)[:, None]
+    sums = np.bincount(keys.ravel(), weights=w.ravel(), minlength=rows * nb)
+    return np.ascontiguousarray(sums.reshape(rows, nb).T)
 
 
 def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
@@ -1015,7 +1060,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
-    t_bound = [np.where(bound_idx == i, tw, 0.0).sum(axis=1) for i in range(len(BOUND_NAMES))]
+    t_bound = _by_bound(bound_idx, tw)
     w = info
     tokens, flops = w.tokens, w.flops
     cr1 = cr_point[:, 0]
@@ -1099,7 +1144,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
-    out["bound_code"] = np.argmax(np.stack(t_bound), axis=0)
+    out["bound_code"] = np.argmax(t_bound, axis=0)
     # capacity (seed 004 §4.3.1)
     cap_bytes = c.cap[:, 0]
     resident = w.resident
@@ -1235,8 +1280,12 @@ class WorkloadMetrics:
 
 def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = False,
                       fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
-                      rom_energy_per_byte=0.0, package=None) -> WorkloadMetrics:
+                      rom_energy_per_byte=0.0, package=None, reference: bool = False) -> WorkloadMetrics:
     """Metrics of N points on one workload as (N,) arrays (the fast path). See module docstring.
+
+    ``reference``: the numpy reference of the fast path (module docstring, "Speed"): each point evaluated on
+    its own, as a batch of one, through the same functions, and the results stacked. The property test
+    (tests/test_evaluate_fast.py) checks that the batched path gives the same numbers.
 
     ``weights_in_rom``: the what-if of seed 004 §4.7.3 -- the weights sit in a
     separate read-only memory of ``rom_bandwidth`` B/s (default unlimited) and
@@ -1245,6 +1294,11 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     the slower of the two interfaces, and the weights take no main-memory
     capacity (``resident_bytes``, ``fits``, ``max_batch``).
     """
+    _tune_allocator()
+    if reference and chips.n > 1:
+        return _reference(chips, workload, tiles, breakdown, package,
+                          dict(fused_attention=fused_attention, weights_in_rom=weights_in_rom,
+                               rom_bandwidth=rom_bandwidth, rom_energy_per_byte=rom_energy_per_byte))
     ops = op_table(workload, fused_attention)
     N, O = chips.n, len(ops.names)
     cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
@@ -1285,6 +1339,37 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
         breakdown_rec = OperatorBreakdown(workload=workload.name, names=ops.names, count=ops.count,
                                           **{k: op_arrays[k] for k in _OP_FIELDS})
     return WorkloadMetrics(workload.name, workload.phase, out, breakdown_rec)
+
+
+def _reference(chips: Chips, workload, tiles, breakdown: bool, package, options) -> WorkloadMetrics:
+    """:func:`evaluate_workload` point by point (``reference=True``): each point a batch of one, stacked."""
+    N = chips.n
+    O = len(op_table(workload, options["fused_attention"]).names)
+    rom = {k: np.broadcast_to(np.asarray(options[k], dtype=float), (N,)) for k in ("rom_bandwidth",
+                                                                                  "rom_energy_per_byte")}
+    tiles_n = None if tiles is None else tuple(np.broadcast_to(np.asarray(x, dtype=float), (N, O)) for x in tiles)
+    parts = []
+    for i in range(N):
+        pkg = None if package is None else _package_rows(package, i)
+        parts.append(evaluate_workload(
+            chips.take(i), workload, None if tiles_n is None else tuple(x[i:i + 1] for x in tiles_n), breakdown,
+            options["fused_attention"], options["weights_in_rom"], rom["rom_bandwidth"][i],
+            rom["rom_energy_per_byte"][i], pkg))
+    cols = {k: np.concatenate([p.columns[k] for p in parts]) for k in parts[0].columns}
+    rec = None
+    if breakdown:
+        first = parts[0].operators
+        rec = dataclasses.replace(first, **{k: np.concatenate([np.asarray(getattr(p.operators, k)) for p in parts])
+                                            for k in _OP_FIELDS})
+    return WorkloadMetrics(parts[0].workload, parts[0].phase, cols, rec)
+
+
+def _package_rows(package, i: int):
+    """One point of a PackageArea (dse.model.area)."""
+    def one(v):
+        return v[i:i + 1] if isinstance(v, np.ndarray) and v.ndim == 1 else v
+    return dataclasses.replace(package, **{f.name: one(getattr(package, f.name)) for f in dataclasses.fields(package)
+                                           if f.name != "parts"}, parts={k: one(v) for k, v in package.parts.items()})
 
 
 def evaluate_arrays(chips: Chips, workload, **options) -> dict[str, np.ndarray]:

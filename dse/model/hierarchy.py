@@ -85,18 +85,28 @@ def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):
     """
     c_m, c_n, cluster = (np.asarray(x, dtype=float) for x in (c_m, c_n, cluster))
     top = int(np.max(cluster)) if cluster.size else 1
-    r_a, r_b = np.broadcast_arrays(np.maximum(c_n, 1.0), np.maximum(c_m, 1.0))
+    c_n1, c_m1 = np.maximum(c_n, 1.0), np.maximum(c_m, 1.0)
+    r_a, r_b = np.broadcast_arrays(c_n1, c_m1)
     if top <= 1:
         return r_a, r_b
     best = a_bytes * r_a + b_bytes * r_b
     r_a, r_b = np.array(r_a, dtype=float), np.array(r_b, dtype=float)
+    # one cluster size for every point (the usual case): the shapes' b are numbers, only shapes with b >= 1 tried
+    single = float(cluster.flat[0]) if cluster.size == 1 else None
     for a in range(1, top + 1):
-        b = np.floor(cluster / a)
-        ok = b >= 1
-        ra = ceil_div_core(np.maximum(c_n, 1.0), np.maximum(b, 1.0))
-        rb = ceil_div_core(np.maximum(c_m, 1.0), float(a))
-        cost = a_bytes * ra + b_bytes * rb
-        better = ok & (cost < best)
+        if single is not None:
+            b = float(np.floor(single / a))
+            if b < 1.0:
+                continue
+            ra, rb = ceil_div_core(c_n1, b), ceil_div_core(c_m1, float(a))
+            cost = a_bytes * ra + b_bytes * rb
+            better = cost < best
+        else:
+            b = np.floor(cluster / a)
+            ra = ceil_div_core(c_n1, np.maximum(b, 1.0))
+            rb = ceil_div_core(c_m1, float(a))
+            cost = a_bytes * ra + b_bytes * rb
+            better = (b >= 1) & (cost < best)
         if better.any():
             best = np.where(better, cost, best)
             r_a, r_b = np.where(better, ra, r_a), np.where(better, rb, r_b)

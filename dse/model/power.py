@@ -87,6 +87,7 @@ class ClockLaw:
         self.d, self.v_min, self.v_nom, self.v_th = design_ratio, v_min, v_nominal, v_threshold
         self.scaling = scaling
         self.v1 = voltage_at(design_ratio, v_min, v_nominal, v_threshold)
+        self._scales = bool(np.all(scaling))  # every point scales its voltage (voltage() needs no select)
 
     def take(self, shape, mask) -> "ClockLaw":
         """The law of the entries ``mask`` of its arrays broadcast to ``shape`` (1-D, one per entry)."""
@@ -98,6 +99,8 @@ class ClockLaw:
     def voltage(self, r):
         """Supply voltage at r x the design clock (the design's voltage where it does not scale)."""
         v = voltage_at(r * self.d, self.v_min, self.v_nom, self.v_th)
+        if self._scales and np.broadcast_shapes(np.shape(v), np.shape(self.scaling)) == np.shape(v):
+            return v  # (the same values as the select below)
         return np.where(self.scaling, v, self.v1)
 
     def power_ratio(self, r):
@@ -132,10 +135,12 @@ class ClockLaw:
 BISECTION_STEPS = 20
 
 
-def fixed_power(leak_w, clock_w, law: ClockLaw, r):
+def fixed_power(leak_w, clock_w, law: ClockLaw, r, v=None):
     """Leakage + clock-tree power (W) at r x the design clock: leakage at V_nom x (V / V_nom)^2, the clock tree's
-    power at the rated clock and V_nom x f / f_rated x (V / V_nom)^2 (P ~ C V^2 f)."""
-    v = law.voltage(r)
+    power at the rated clock and V_nom x f / f_rated x (V / V_nom)^2 (P ~ C V^2 f). ``v``: ``law.voltage(r)``
+    where the caller has it."""
+    if v is None:
+        v = law.voltage(r)
     return leak_w * leakage_scale(v, law.v_nom) + clock_w * law.d * r * dynamic_energy_scale(v, law.v_nom)
 
 
@@ -151,11 +156,23 @@ def operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak
     switching power) and vector time at the design clock; ``t_clocked``: the same with the wave loss. Every
     term grows with r (a higher voltage, a shorter time), continuously.
     """
-    x = law.voltage(r) / law.v1
+    return _operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law)
+
+
+def _operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law: ClockLaw,
+                    mem_all=False, comp_all=False):
+    """:func:`operator_power`; ``mem_all`` / ``comp_all``: every ``e_mem_j`` / ``e_comp_j`` is > 0 (the caller
+    checked once for many calls: the selects of the terms without energy are skipped, the same values)."""
+    v = law.voltage(r)
+    x = v / law.v1
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_mem = np.where(e_mem_j > 0, e_mem_j / np.maximum(t_clocked_s / r, t_memory_s), 0.0)
-        p_comp = np.where(e_comp_j > 0, e_comp_j * x * x / np.maximum(t_busy_s / r, t_memory_s), 0.0)
-    return fixed_power(leak_w, clock_w, law, r) + p_mem + p_comp
+        p_mem = e_mem_j / np.maximum(t_clocked_s / r, t_memory_s)
+        if not mem_all:
+            p_mem = np.where(e_mem_j > 0, p_mem, 0.0)
+        p_comp = e_comp_j * x * x / np.maximum(t_busy_s / r, t_memory_s)
+        if not comp_all:
+            p_comp = np.where(e_comp_j > 0, p_comp, 0.0)
+    return fixed_power(leak_w, clock_w, law, r, v) + p_mem + p_comp
 
 
 def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w,
@@ -178,12 +195,16 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         return r, stretch
     t, *ops = (np.broadcast_to(np.asarray(a, dtype=float), shape)[hot] for a in cols)
     law_h = law.take(shape, hot)
-    p_floor = operator_power(floor, *ops, law=law_h)
+    flags = dict(comp_all=bool((ops[0] > 0).all()), mem_all=bool((ops[1] > 0).all()))
+    p_floor = _operator_power(floor, *ops, law=law_h, **flags)
     lo, hi = np.full(t.shape, float(floor)), np.ones(t.shape)
+    mid = np.empty(t.shape)
     for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        ok = operator_power(mid, *ops, law=law_h) <= t
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        np.add(lo, hi, out=mid)
+        mid *= 0.5
+        ok = _operator_power(mid, *ops, law=law_h, **flags) <= t
+        np.copyto(lo, mid, where=ok)
+        np.copyto(hi, mid, where=~ok)
     over = p_floor > t
     fixed_floor = fixed_power(ops[5], ops[6], law_h, floor)
     with np.errstate(divide="ignore", invalid="ignore"):

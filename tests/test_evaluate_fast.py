@@ -1,0 +1,119 @@
+"""The evaluator's fast path against its numpy reference (issue 20): the same numbers, relative 1e-9.
+
+The fast path (:func:`dse.model.evaluator.evaluate_workload`) evaluates a batch of N points at once: chip
+inputs the same for every point kept as one (1, 1) column, the points in blocks, sums over the operators as
+one product, the power ceiling's bisection on the throttled operators only. The reference
+(``reference=True``) evaluates every point on its own, as a batch of one, through the same functions (there is
+one copy of the physics), so every column and every per-operator array must agree whatever the batch holds:
+random designs over several base chips and workloads, with repeated points and constant inputs, systems of
+chips, pipelines, dies and a weight ROM. No test here depends on speed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dse import workload as W
+from dse.hardware import Chips, load_chip
+import dse.model.evaluator as ev
+from dse.model.evaluator import evaluate_workload
+
+RTOL = 1e-9
+
+
+def _gemm():
+    return W.build({"name": "gemm-256x4096x4096", "ops": [{"gemm": {"name": "q_proj", "m": 256, "n": 4096,
+                                                                    "k": 4096}}]})
+
+
+WORKLOADS = {
+    "gemm": _gemm,
+    "decode": lambda: W.decode("qwen3-8b", batch=1, context=8192),
+    "prefill": lambda: W.prefill("qwen3-8b", batch=1, tokens=1024),
+    "moe": lambda: W.decode("qwen3-30b-a3b", batch=4, context=2048),
+}
+_WL: dict = {}
+
+
+def workload(name):
+    if name not in _WL:
+        _WL[name] = WORKLOADS[name]()
+    return _WL[name]
+
+
+def random_points(base: str, n: int, seed: int, extra: dict | None = None) -> Chips:
+    """n random variants of ``base``; about a third of them repeat an earlier point."""
+    rng = np.random.default_rng(seed)
+    over = {
+        "units": rng.integers(8, 300, n).astype(float),
+        "clock": rng.uniform(0.6e9, 2.8e9, n),
+        "tdp": rng.choice([300.0, 500.0, 700.0, 1500.0, np.nan], n),
+    }
+    if load_chip(base).hbm is not None:
+        over["hbm.stacks"] = rng.integers(1, 9, n).astype(float)
+    over.update(extra(rng, n) if callable(extra) else (extra or {}))
+    rep = rng.random(n) < 0.3
+    src = rng.integers(0, n, n)
+    for k, v in over.items():
+        v = np.asarray(v, dtype=float)
+        v[rep] = v[src[rep]]
+        over[k] = v
+    return Chips.from_base(load_chip(base), n, over)
+
+
+def assert_same(fast, ref, what=""):
+    assert fast.columns.keys() == ref.columns.keys()
+    for k, a in fast.columns.items():
+        b = ref.columns[k]
+        a, b = np.broadcast_to(a, b.shape), np.asarray(b)
+        assert a.shape == b.shape, (what, k)
+        if a.dtype.kind in "fc":
+            np.testing.assert_allclose(a, b, rtol=RTOL, atol=0.0, equal_nan=True, err_msg=f"{what} {k}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{what} {k}")
+    if ref.operators is not None:
+        for k in ("t_op", "t_matrix", "t_memory", "t_l2", "t_local", "energy", "bytes_memory", "tm", "tn", "split",
+                  "bound"):
+            np.testing.assert_allclose(np.asarray(getattr(fast.operators, k), dtype=float),
+                                       np.asarray(getattr(ref.operators, k), dtype=float), rtol=RTOL, atol=0.0,
+                                       equal_nan=True, err_msg=f"{what} operators.{k}")
+
+
+@pytest.mark.parametrize("wl", sorted(WORKLOADS))
+@pytest.mark.parametrize("base", ["h100", "b200", "tpu-v1", "mi300x"])
+def test_fast_path_matches_reference(base, wl):
+    chips = random_points(base, 24, seed=hash((base, wl)) % 1000)
+    w = workload(wl)
+    assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), f"{base} {wl}")
+
+
+@pytest.mark.parametrize("wl", ["decode", "moe"])
+def test_systems_of_chips(wl):
+    def extra(rng, n):
+        p = rng.choice([1.0, 2.0, 4.0, 8.0], n)
+        return {"system.chips": p, "system.pipeline": (rng.random(n) < 0.4).astype(float)}
+    chips = random_points("h100", 20, seed=7, extra=extra)
+    w = workload(wl)
+    assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), wl)
+
+
+def test_breakdown_and_rom():
+    chips = random_points("h100", 16, seed=3, extra=lambda rng, n: {"l2": rng.choice([2e6, 5e7, 2e8], n),
+                                                                    "local_buffer": rng.choice([64e3, 228e3], n)})
+    w = workload("decode")
+    kw = dict(breakdown=True, weights_in_rom=True, rom_bandwidth=np.linspace(1e12, 2e13, 16))
+    assert_same(evaluate_workload(chips, w, **kw), evaluate_workload(chips, w, reference=True, **kw), "rom")
+
+
+def test_large_batch_blocks_match_reference_rows():
+    """More points than one block (the fast path cuts the batch): a sample of rows against the reference."""
+    w = workload("decode")
+    block = ev._BLOCK_ELEMENTS // len(w.ops)  # points per block
+    chips = random_points("h100", 2 * block + 50, seed=11)
+    fast = evaluate_workload(chips, w)
+    idx = np.r_[0:5, block - 10:block + 10, 2 * block - 3:2 * block + 3, chips.n - 5:chips.n]
+    ref = evaluate_workload(chips.take(idx), w, reference=True)
+    sub = type(fast)(fast.workload, fast.phase, {k: np.broadcast_to(v, (chips.n,))[idx] for k, v in
+                                                 fast.columns.items()})
+    assert_same(sub, ref, "blocks")
