@@ -64,6 +64,7 @@ class Chips:
             if isinstance(v, (int, float)):  # bools too
                 out[k] = float(v)
         out["memory.kind"] = float(MEMORY_CODE[spec.memory_kind])
+        out["l2_scope"] = float(spec.l2_scope == "die")  # 1: each die's L2 serves its own units only
         if spec.links.scale_up is not None and spec.links.scale_up.topology is not None:
             out["links.scale_up.topology"] = float(TOPOLOGIES.index(spec.links.scale_up.topology))
         # the area model's organisation of the matrix datapath and the width of the vector lanes (dse.model.area)

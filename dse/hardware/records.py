@@ -182,6 +182,18 @@ class SramMemory(Record):
     source: str | None = None
 
 
+class MemorySideCache(Record):
+    """A memory-side last-level cache in front of the main memory, shared by every die of the package (AMD
+    Infinity Cache: 256 MiB on the MI300X / MI355X IODs). What the dies' L2s miss passes through it; what it
+    holds is not read from main memory again (dse.model.tiling.cache_reads, at package scope)."""
+
+    capacity: Bytes = Field(description="capacity of the package's memory-side cache")
+    bandwidth: Bandwidth = Field(description="peak bandwidth of the memory-side cache to the dies")
+    energy: EnergyPerByte | None = Field(None, description="energy per byte read or written (default: the node's "
+                                                           "SRAM read energy of an array of its capacity)")
+    source: str | None = None
+
+
 class Link(Record):
     """A link: T = alpha + V/R (seed 004 §4.5.3); bandwidth per direction."""
 
@@ -354,6 +366,13 @@ class ChipSpec(Record):
                                                 "thread-block clusters with TMA multicast); 1: none")
     l2_physical: Bytes | None = Field(None, description="L2 on the die incl. disabled slices (area model); "
                                                         "default: l2")
+    l2_scope: Literal["package", "die"] = Field(
+        "package", description="who shares the L2: package (one pool for every unit of the package, or each die's "
+                               "L2 in front of its own memory, reached by the others over the die-to-die link) or "
+                               "die (each die's L2 serves only its own units: MI300X / MI355X XCDs, whose L2s "
+                               "hold no data for one another's tiles)")
+    memory_side_cache: MemorySideCache | None = Field(
+        None, description="a memory-side cache shared by the package's dies (AMD Infinity Cache); none by default")
     hbm: Hbm | None = Field(None, description="HBM main memory")
     dram: Dram | None = Field(None, description="DRAM main memory (GDDR, LPDDR, DDR)")
     sram: SramMemory | None = Field(None, description="SRAM main memory (weights on die)")

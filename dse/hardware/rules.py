@@ -83,7 +83,7 @@ OPTIONAL_INPUTS = ("units_physical", "tdp", "sram.bank", "power.static", "power.
                    "energy.memory", "energy.l2", "energy.vector_flop", "energy.local", "l2_physical",
                    "dram.bus_width", "hbm.stack_sites", "hbm.capacity", "links.scale_up.topology",
                    "energy.register_file", "local_bytes_per_cycle", "l2_bytes_per_cycle", "matrix.register_tile.m",
-                   "matrix.register_tile.n")
+                   "matrix.register_tile.n", "memory_side_cache.energy")
 
 #: the links whose rate :func:`derive` computes
 LINK_KEYS = ("links.die_to_die", "links.host", "links.scale_up")
@@ -105,6 +105,8 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                         per-die capacity)
     ``energy.l2``, ``energy.local`` = given, else the node's SRAM read energy of an array of ``l2`` /
                         ``local_buffer`` bytes (:func:`dse.technology.sram_read_energy`)
+    ``memory_side_cache.energy`` = given, else the node's SRAM read energy of an array of its capacity (0 and
+                        capacity 0 where a point has no memory-side cache)
     ``energy.flop.<fmt>`` = given, else the node's arithmetic J/FLOP x (1 + instruction overhead): the matrix
                         datapath (:func:`dse.model.power.matrix_energy_per_flop`; seed 004 §4.1.3)
     ``energy.register_file`` = given, else the node's operand J/B: the register-file level, charged by the
@@ -162,6 +164,11 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out["energy.memory"] = given("energy.memory", np.where(sram, sram_energy(bank), get("tech.memory_energy")))
     out["energy.l2"] = given("energy.l2", sram_energy(get("l2")))
     out["energy.local"] = given("energy.local", sram_energy(get("local_buffer")))
+    if "memory_side_cache.capacity" in a:  # a memory-side cache (dse.model.tiling.cache_reads); 0 where none
+        msc = np.nan_to_num(a["memory_side_cache.capacity"])
+        out["memory_side_cache.capacity"] = msc
+        out["memory_side_cache.bandwidth"] = np.nan_to_num(get("memory_side_cache.bandwidth"))
+        out["memory_side_cache.energy"] = np.where(msc > 0, given("memory_side_cache.energy", sram_energy(msc)), 0.0)
     for key in [k for k in a if k.startswith("tech.flop.")]:
         fmt = key[len("tech.flop."):]
         derived = power.matrix_energy_per_flop(a[key], get("tech.overhead_matrix"))

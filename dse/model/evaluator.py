@@ -515,10 +515,14 @@ _INPUTS = (
     ("rm", "matrix.register_tile.m", 16.0), ("rn", "matrix.register_tile.n", 16.0),
     ("locbw", "local_bytes_per_cycle", 0.0), ("l2bw", "l2_bytes_per_cycle", 0.0), ("mcast", "l2_multicast", 1.0),
     ("e_reg", "energy.register_file", 0.0),
+    ("l2die", "l2_scope", 0.0), ("msc", "memory_side_cache.capacity", 0.0),
+    ("msc_bw", "memory_side_cache.bandwidth", 0.0), ("e_msc", "memory_side_cache.energy", 0.0),
 )
+#: inputs that are 0 where a chip does not have the part (NaN in a mixed batch of chips)
+_ZERO_IF_ABSENT = ("l2die", "msc", "msc_bw", "e_msc")
 
 #: Per-chip resources a tensor-parallel system of ``system.chips`` chips multiplies (seed 004 §4.7.2).
-_SYSTEM_SCALED = ("units", "bw_raw", "cap", "leak", "clk", "tdp", "tdp_limit", "fixed1", "l2", "l2bw")
+_SYSTEM_SCALED = ("units", "bw_raw", "cap", "leak", "clk", "tdp", "tdp_limit", "fixed1", "l2", "l2bw", "msc", "msc_bw")
 #: ... and those that add up under pipeline parallelism too (each chip runs its layers at its own rates).
 _PIPELINE_SCALED = ("cap", "leak", "clk", "tdp", "tdp_limit", "fixed1")
 
@@ -621,7 +625,8 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
             a = chips[key]
         else:
             a = chips.get(key, default)
-        cols[name] = _column(np.asarray(a, dtype=float))
+        a = np.asarray(a, dtype=float)
+        cols[name] = _column(np.nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
     for name, a in power_inputs(chips, package).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
@@ -844,17 +849,26 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
     # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
     # operand, or once per L2 panel where that is wider; with the whole operand in L2 it is read once.
-    t2 = tiling.l2_panel(l2, ops.k, ops.ea, ops.eb)
     c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)  # output tiles along M and N
     # an operand panel that fits a unit's local buffer stays there (tiling.resident_panels): read once
     keep_a, keep_b = tiling.resident_panels(tm, tn, ops.k, ik, ops.ea, ops.eb,
                                             np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)
-    rA, rB = tiling.resident_reads(np.where(ops.on_chip_a, 0.0, ops.a_gemm), ops.b_gemm, c_m, c_n, units, split,
-                                   tiling.operand_reads(ops.a_gemm, ops.n, 1.0, t2, l2),
-                                   tiling.operand_reads(ops.b_gemm, ops.m, 1.0, t2, l2), tiling.block_span(l2, c.buf),
-                                   keep_a & g & ~ops.on_chip_a, keep_b & g)
+    keep_a, keep_b = keep_a & g & ~ops.on_chip_a, keep_b & g
+    a_read = np.where(ops.on_chip_a, 0.0, ops.a_gemm)
+    # below the L2 (tiling.cache_reads): one pool for the package's units, or each die's own (l2_scope: die)
+    dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
+    rA, rB = tiling.cache_reads(ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m, c_n, units / dom,
+                                split, l2 / dom, c.buf, keep_a, keep_b, a_read)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
+    has_msc = c.msc > 0
+    bytes_msc = 0.0
+    if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
+        # package-wide block with the cache's capacity (tiling.cache_reads)
+        bytes_msc = np.where(has_msc, a_mem * rA + ops.b_bytes * rB + c_mem, 0.0)
+        hA, hB = tiling.cache_reads(ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m, c_n, units,
+                                    split, np.maximum(c.msc, l2), c.buf, keep_a, keep_b, a_read)
+        rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
     # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)
     bytes_w = ops.weight_bytes * rB
@@ -871,7 +885,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # split-K adds partial sums, through L2 when they fit there, else through memory (0 for vector operators)
     partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
     if tiles is not None:  # (the default split keeps them in L2)
-        bytes_mem = bytes_mem + np.where(partial > l2, partial, 0.0)
+        spill = np.where(partial > l2, partial, 0.0)
+        bytes_mem = bytes_mem + spill
+        if has_msc.any():
+            bytes_msc = bytes_msc + np.where(has_msc, spill, 0.0)
     bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
     # ---- what the matrix unit reads from its local buffer (dse.model.hierarchy): each operand element once per
     # register tile of the other's extent (a systolic array holds its weights for the tile's rows); the fills the
@@ -884,6 +901,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
     t_memory = bytes_mem / bw_eff
     t_comp = bytes_comp / bw_eff
+    if has_msc.any():  # the memory-side cache's bandwidth beside main memory's: the memory system's time
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_memory = np.maximum(t_memory, np.where(c.msc_bw > 0, bytes_msc / c.msc_bw, 0.0))
     if rom is not None:  # two interfaces read at the same time: the slower one sets the time (seed 004 §4.7.3)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_memory = np.maximum(t_memory, np.where(bytes_w > 0, bytes_w / rom[0], 0.0))
@@ -918,6 +938,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     E_compute_op = padded_flops * e_flop + (vector_flops + ops.exps) * c.e_vec \
         + reg_bytes * c.e_reg + local_bytes * c.e_loc + l2_bytes * c.e_l2
     E_mem_op = bytes_mem * e_mem
+    if has_msc.any():
+        E_mem_op = E_mem_op + bytes_msc * c.e_msc
     e_w = e_mem if rom is None else rom[1]
     if rom is not None:
         E_mem_op = E_mem_op + bytes_w * e_w
@@ -1102,6 +1124,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "flops": np.array([flops]),
         "padded_flops": pf_cnt.sum(axis=1),
         "bytes_memory": bytes_mem_tot,
+        "bytes_msc": _sum(np.broadcast_to(bytes_msc, t_op.shape), cnt),
+        "energy_msc_j": _sum(np.broadcast_to(bytes_msc * c.e_msc, t_op.shape), cnt),
         "bytes_requested": _sum(bytes_req, cnt),
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,

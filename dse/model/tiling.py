@@ -21,6 +21,8 @@ Sources:
                                          its operand panels: re-reads per block, not per tile)
     resident_panels, resident_reads      seed 004 §4.3.2, §4.4.1 (an operand panel that fits a unit's local
                                          buffer stays there: read once; issue 15 item 2)
+    cache_reads                          the reads below one cache level (an L2 shared or per die, a
+                                         memory-side cache; issue 15 items 1 and 4)
     partial_sum_bytes, partial_sum_splits  seed 004 §4.4.2 (split-K: partial sums written and read back)
     strided_tile_span                    seed 004 §4.4.1 (a tile's bytes vs its address span; `dse tiles`)
     occupancy                            seed 000 "Worked occupancy example" (resident waves; `dse tiles`)
@@ -57,6 +59,7 @@ __all__ = [
     "block_reads",
     "resident_panels",
     "resident_reads",
+    "cache_reads",
     "partial_sum_bytes",
     "partial_sum_splits",
     "TileSpan",
@@ -332,6 +335,28 @@ def resident_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=
             best = np.where(take, cost, best)
             r_a, r_b = np.where(take, ra, r_a), np.where(take, rb, r_b)
     return r_a, r_b
+
+
+def cache_reads(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
+                local_buffer_bytes, keep_a=False, keep_b=False, a_read_bytes=None):
+    """(r_A, r_B): times A and B are read from the level below a cache of ``capacity`` bytes that ``units``
+    units share (seed 004 §4.3.2, §4.4.1): :func:`resident_reads` with the cache's re-read caps
+    (:func:`operand_reads` over its :func:`l2_panel`) and block span (:func:`block_span`).
+
+    The one rule of every cache level the evaluator and the tile model's data step apply it to:
+      * an L2 shared by the package's units: ``units`` all of them, ``capacity`` all of the L2;
+      * L2s private to each die (``l2_scope: die``, MI300X / MI355X XCDs): each die runs 1 / dies of the output
+        tiles in blocks of its own units, through its own L2 (``units`` and ``capacity`` per die). The dies' blocks
+        tile the output grid as one die's would, so the same counts hold for the package: A is read
+        ceil(c_N / b) and B ceil(c_M / a) times for a die's a x b block, capped by what one die's L2 holds;
+      * a memory-side cache shared by the dies (AMD Infinity Cache): main memory is read by the package-wide
+        block (every unit) with the cache's capacity; what the L2s miss beyond that is served by the cache.
+    ``a_read_bytes``: A's bytes in the block cost (0 for an A operand that stays on chip), default ``a_bytes``.
+    """
+    t2 = l2_panel(capacity, k, a_elem_bytes, b_elem_bytes)
+    return resident_reads(a_bytes if a_read_bytes is None else a_read_bytes, b_bytes, c_m, c_n, units, split,
+                          operand_reads(a_bytes, n, 1.0, t2, capacity), operand_reads(b_bytes, m, 1.0, t2, capacity),
+                          block_span(capacity, local_buffer_bytes), keep_a, keep_b)
 
 
 def partial_sum_bytes(m, n, batch, split):

@@ -77,7 +77,12 @@ def show(name: str) -> str:
                      f"({format_quantity(s.total_units * s.vector.flops_per_cycle * s.clock, 'flop_rate')}), "
                      f"exp {s.vector.exp_per_cycle:g}/cycle/unit")
     lines.append(f"  local buffer {format_quantity(s.local_buffer, 'bytes')}/unit, registers "
-                 f"{format_quantity(s.register_file, 'bytes')}/unit, L2 {format_quantity(s.l2, 'bytes')}/die")
+                 f"{format_quantity(s.register_file, 'bytes')}/unit, L2 {format_quantity(s.l2, 'bytes')}/die"
+                 + (" (each die's own units only)" if s.l2_scope == "die" and s.dies > 1 else ""))
+    if s.memory_side_cache:
+        msc = s.memory_side_cache
+        lines.append(f"  memory-side cache {format_quantity(msc.capacity, 'bytes')} shared by the dies, "
+                     f"{format_quantity(msc.bandwidth, 'bandwidth')}")
     if s.hbm:
         h = s.hbm
         lines.append(f"  HBM {h.generation}: {h.stacks} stacks x {h.pins_per_stack} pins x "

@@ -89,6 +89,11 @@ here, the brute-force oracle :mod:`dse.solvers.tile_candidates`:
   first, then with probing, then with the LP (:data:`SOLVE_PLAN`). OPTIMAL and FEASIBLE are accepted; any
   other status is reported by name in a SolverError. ``status`` 'OPTIMAL' means every solve was proven.
 
+A chip with a memory-side cache (``memory_side_cache``: the MI300X / MI355X Infinity Cache) or with L2s private to
+each of several dies (``l2_scope: die``) is answered by the brute force below (``info['method']`` 'enumeration',
+``info['reason']``): the model has neither level (dse.solvers.tile_data.TileData.beyond_model), and enumerating the
+classes through the evaluator is exact (~10-70 ms per GEMM on MI355X).
+
 Slots: the evaluator's ``max(t_matrix, t_vector, t_memory)`` assumes loads overlap compute, which needs at
 least a second input slot (double buffering, seed 004 §4.4.2: with one slot, load and compute run in series,
 320 vs 192 + 4 x 128 ticks). The evaluator has no tile-level latency, so slots are a buffer-feasibility
@@ -412,6 +417,13 @@ def solve_tiles(op: Op, chip, *, deterministic_limit: float = DETERMINISTIC_LIMI
     start, cpu0 = time.perf_counter(), time.process_time()
     chips = as_chips(chip)
     d = tile_data(op, chips)
+    if d.beyond_model:
+        # cache levels the tile model does not have (TileData.beyond_model): the evaluator enumerates the
+        # domain's classes instead (exhaustive, so as exact as a proof)
+        b = brute_force_tiles(op, chips)
+        return replace(b, status="OPTIMAL", solve_time_s=time.perf_counter() - start,
+                       cpu_time_s=time.process_time() - cpu0,
+                       info={"method": "enumeration", "reason": d.beyond_model, "candidates": b.info["candidates"]})
     tm_ = TileModel(d)
     v, q, model = tm_.v, tm_.q, tm_.model
     S = _Search(tm_, op, chips, deterministic_limit, time_limit_s, seed, start)

@@ -140,6 +140,7 @@ class TileData:
     ra_cap: int                  # r_A = min(ceil(c_N / b), ra_cap) for a block of b tile columns; 1: A fits L2
     rb_cap: int
     block_span: float            # tiling.block_span: the most tile rows (columns) a concurrent block spans
+    beyond_model: str            # why the tile model cannot answer ('': it can): cache levels it does not have
     partial_bytes: float         # 8 M N batch per extra split
     partial_split: int           # partials go to memory from this split on
     bandwidth: float
@@ -366,7 +367,7 @@ def tile_data(op: Op, chip) -> TileData:
         local_buffer=g("local_buffer"), accumulator=g("accumulator"), register_file=g("register_file"),
         padded_flops=fpad, unit_rate=fpc * clock * ceff, t_vector=tv,
         a_mem=a_mem, b_mem=b_bytes, c_mem=c_mem, ra_cap=ra_cap, rb_cap=rb_cap,
-        block_span=float(tiling.block_span(l2, g("local_buffer"))),
+        block_span=float(tiling.block_span(l2, g("local_buffer"))), beyond_model=_beyond_model(g),
         partial_bytes=pbytes, partial_split=s0, bandwidth=bw,
         power_budget=p_budget, band_budget=band_budget, e_mem=g("energy.memory"),
         power_exponent=1,  # the band tolerance: g(r) grows at least as fast as r, so u-bands of (1 + rtol) are tight
@@ -388,6 +389,18 @@ def tile_data(op: Op, chip) -> TileData:
     ok = fits(data, probe_m, probe_n, ik, SLOTS[0])
     t_upper = float(np.min(ref.operators.t_op[ok, 0])) if ok.any() else math.inf
     return replace(data, t_upper=t_upper)
+
+
+def _beyond_model(g) -> str:
+    """Cache levels the tile model does not have (dse.model.tiling.cache_reads): a memory-side cache (its traffic
+    and bandwidth beside main memory's), or L2s private to each of several dies (each die's blocks and re-read
+    caps; measured: CP-SAT ran into its deterministic limit on large GEMMs of MI355X's XCDs, where the evaluator's
+    enumeration takes ~50 ms). '' where the model is the evaluator's."""
+    if g("memory_side_cache.capacity") > 0:
+        return "a memory-side cache"
+    if g("l2_scope") > 0.5 and g("dies", 1.0) / g("system.partitions", 1.0) > 1:
+        return "L2s private to each die"
+    return ""
 
 
 def _powers(q: int, x: int) -> np.ndarray:

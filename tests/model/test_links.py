@@ -177,9 +177,14 @@ def test_collective_algorithms_by_topology():
     # the same 8 chips on a bidirectional ring of 76.8 GB/s links: two rings, 4 MB chunks each way, 14 steps
     t, algo = collective("all_reduce", v, p, 76.8e9, ALPHA, 1.0, RING, 2)
     assert ALGORITHMS[int(algo)] == "ring" and t == pytest.approx(14 * (2e-6 + 4e6 / 76.8e9))
-    # a 4 x 4 torus (4 links per chip) runs the same bidirectional ring over 16 chips: 30 steps of V / 32
+    # a 4 x 4 torus (4 links per chip) runs bidirectional rings dimension by dimension (Chan et al. 2007): the
+    # reduce-scatter takes 3 steps of V / 4 / 2 along the first dimension, then 3 of V / 16 / 2 along the second,
+    # the all-gather the same back: 6 (2 us + 8 MB / R) + 6 (2 us + 2 MB / R), 12 alphas where one ring of 16
+    # chips takes 30 (30 (2 us + 2 MB / R): the same bytes)
     t, algo = collective("all_reduce", v, 16, 76.8e9, ALPHA, 1.0, TORUS, 4)
-    assert ALGORITHMS[int(algo)] == "ring" and t == pytest.approx(30 * (2e-6 + 2e6 / 76.8e9))
+    assert ALGORITHMS[int(algo)] == "ring"
+    assert t == pytest.approx(6 * (2e-6 + 8e6 / 76.8e9) + 6 * (2e-6 + 2e6 / 76.8e9))
+    assert t == pytest.approx(30 * (2e-6 + 2e6 / 76.8e9) - 18 * 2e-6)
     # reduce-scatter and all-gather: half the steps of the all-reduce
     for kind in ("reduce_scatter", "all_gather"):
         assert collective(kind, v, p, NVLINK, ALPHA, 1.0, SWITCH, 7)[0] == pytest.approx(2e-6 + 56e6 / 450e9)
@@ -258,3 +263,22 @@ def test_collectives_monotone_and_never_worse_than_the_ring(v, r1, r2, a, p, top
         * (1 + 1e-12)
     assert alltoall_time(v, p, hi, a, 1.0, topo, peers)[0] <= alltoall_time(v, p, lo, a, 1.0, topo, peers)[0] \
         * (1 + 1e-12)
+
+
+def test_torus_sides_and_steps():
+    """A torus of p chips with 2 links per dimension: sides as even as whole numbers allow (TPU v4's 4 x 4 x 4
+    cube of 64, Trainium2's 4 x 4 of 16), and its dimension-ordered rings take sum (side - 1) steps each way."""
+    from dse.model.links import TORUS, collective, torus_ring_steps, torus_sides
+
+    assert torus_sides(64, 3) == (4, 4, 4) and torus_sides(16, 2) == (4, 4) and torus_sides(8, 3) == (2, 2, 2)
+    assert torus_sides(8, 2) == (4, 2) and torus_sides(12, 2) == (4, 3) and torus_sides(7, 2) == (7, 1)
+    assert list(torus_ring_steps([64, 16, 8, 7, 1], [6, 4, 2, 4, 4])) == [9.0, 6.0, 7.0, 6.0, 0.0]
+    # alpha-bound (a decode step's 16 KB all-reduce on 64 chips of a 3D torus): 2 x 9 steps, not 2 x 63; the
+    # tree's 2 x 6 levels of the whole V win there
+    t, algo = collective("all_reduce", 16e3, 64, 45e9, ALPHA, 1.0, TORUS, 6)
+    ring = 18 * ALPHA + 2 * 63 / 64 * 16e3 / (2 * 45e9)
+    tree = 12 * (ALPHA + 16e3 / 45e9)
+    assert t == pytest.approx(min(ring, tree))
+    # a torus of one dimension is the ring
+    assert collective("all_reduce", 64e6, 8, 45e9, ALPHA, 1.0, TORUS, 2)[0] == pytest.approx(
+        14 * (ALPHA + 64e6 / 8 / (2 * 45e9)))
