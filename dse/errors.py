@@ -19,7 +19,15 @@ MAX_PROBLEM_CHARS = 2000
 MAX_PROBLEMS = 100
 
 
+#: Characters str.splitlines() breaks a line at: inside one problem (a key or a value quoted from the file) they
+#: are shown escaped, so every problem stays one line of the message (the fuzzer of issue 21 found a YAML key
+#: with a vertical tab splitting its problem in two, the second half without its file:line:col).
+_LINE_BREAKS = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_ONE_LINE = str.maketrans(_LINE_BREAKS)
+
+
 def _clip(text: str) -> str:
+    text = text.translate(_ONE_LINE)
     if len(text) <= MAX_PROBLEM_CHARS:
         return text
     return f"{text[:MAX_PROBLEM_CHARS]}... ({len(text) - MAX_PROBLEM_CHARS:,} more characters)"

@@ -382,3 +382,15 @@ def test_fuzz_findings_are_refused_at_validate(sandbox, case, text, where, words
     for w in words:
         assert w in out, (w, out)
     assert not _located(out, path), out
+
+
+def test_a_key_with_line_breaks_stays_one_located_problem(sandbox):
+    """Found by this fuzzer: a workload key holding a vertical tab (YAML "\\v") split its unknown-key problem in two
+    lines, the second without file:line:col. Each line-break character inside a problem is shown escaped."""
+    raw = (b'name: odd\nworkloads:\n  "a\\vb\\nc\\u2028d": 1\nbase: h100-sxm\nspace: {clock: {choice: [1 GHz]}}\n'
+           b'objectives: [energy_per_token]\nsolver: {method: grid}\n')
+    path = sandbox / "odd-key.yaml"
+    path.write_bytes(raw)
+    code, text = _validate(path)
+    assert code == 2 and "a\\x0bb\\nc\\u2028d" in text, text
+    assert not _located(text, path)
