@@ -53,7 +53,8 @@ class TilingResult:
     ``t_vector_s`` the resource times whose maximum it is, ``bound`` the largest; ``energy_j`` the operator's
     energy; ``traffic_bytes`` its off-chip bytes; ``output_tiles``, ``work_items`` (tiles x split-K),
     ``waves`` and ``wave_efficiency`` the wave quantization over ``units`` compute units; ``mfu`` useful
-    FLOPs / (peak FLOP/s x time); ``status``: 'heuristic', or the CP-SAT status ('OPTIMAL': proven).
+    FLOPs / (peak FLOP/s x time); ``status``: 'heuristic', or the CP-SAT status ('OPTIMAL': proven; 'OPTIMAL
+    (enumerated: ...)' where the tile solver enumerated the classes through the evaluator, dse.solvers.cpsat_tiles).
     """
 
     solver: str
@@ -195,5 +196,6 @@ def gemm_tiles(chip, m: int, n: int, k: int, fmt: str = "bf16", *, solver: str =
         out["heuristic"] = _result("heuristic", op, chips, [x[0, 0] for x in t], "heuristic", registers)
     if solver in ("cpsat", "both"):
         c = solve_tiles(op, chips, seed=seed)
-        out["cpsat"] = _result("cpsat", op, chips, c.tiles, c.status, registers)
+        how = c.status if c.info.get("method") != "enumeration" else f"{c.status} (enumerated: {c.info['reason']})"
+        out["cpsat"] = _result("cpsat", op, chips, c.tiles, how, registers)
     return out
