@@ -433,12 +433,37 @@ def test_prefill_monotone_in_tokens(tokens, batch, dt):
     assert w2.kv_resident_bytes > w.kv_resident_bytes
 
 
-@given(tokens=st.integers(1, 600), distribution=st.sampled_from(["uniform", "concentrated"]))
+@given(tokens=st.integers(1, 600), distribution=st.sampled_from(["uniform", "concentrated", "random"]))
 @FAST
 def test_moe_rows_conserve_dispatches(tokens, distribution):
     rows = W.moe_rows(tokens, 8, 128, distribution)
     assert rows.sum() == tokens * 8 and rows.max() <= tokens
     assert W.executed_rows(rows, 16) >= rows.sum()
+
+
+@given(tokens=st.integers(1, 2000), top_k=st.integers(1, 8), experts=st.sampled_from([8, 16, 64, 128, 256]))
+@FAST
+def test_random_routing_reaches_the_expected_experts(tokens, top_k, experts):
+    """A router that picks top_k of E experts independently per token activates E (1 - (1 - k / E)^T) experts on
+    expectation (each expert is missed by a token with probability 1 - k / E): the rows keep every dispatch, their
+    active experts are that expectation within rounding, never more than uniform spreads them over."""
+    rows = W.moe_rows(tokens, top_k, experts, "random")
+    expected = experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+    active = int((rows > 0).sum())
+    assert rows.sum() == tokens * top_k and 0 <= rows.min() and rows.max() <= tokens
+    assert abs(active - expected) <= 1.0 + 0.02 * expected
+    assert active <= int((W.moe_rows(tokens, top_k, experts) > 0).sum())
+
+
+def test_random_routing_of_a_decode_step():
+    """8 decode tokens x top-8 over 128 experts (Qwen3-30B-A3B): 128 (1 - (15/16)^8) = 51.6 experts expected, so
+    52 read, against the 64 that uniform ('dispersed', seed 004 §4.3.3) spreads them over; the decode step reads
+    fewer expert weights."""
+    rows = W.moe_rows(8, 8, 128, "random")
+    assert int((rows > 0).sum()) == 52 and rows.sum() == 64
+    uni = W.decode("qwen3-30b-a3b", batch=8, context=8192)
+    rnd = W.decode("qwen3-30b-a3b", batch=8, context=8192, routing="random")
+    assert rnd.weight_bytes_read < uni.weight_bytes_read
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -106,7 +106,7 @@ class WorkloadSpec(Record):
                                                 "overlaps them over its stages")
     formats: Formats = Formats()
     workspace: BytesOrZero = Field(DEFAULT_WORKSPACE, description="memory reserved besides weights and KV cache")
-    routing: Literal["uniform", "concentrated"] | list[CountOrZero] = Field("uniform",
+    routing: Literal["uniform", "concentrated", "random"] | list[CountOrZero] = Field("uniform",
         description="MoE expert load: uniform, concentrated, or tokens per expert")
     ops: list[OpSpec] | None = Field(None, description="an explicit operator list instead of model and phase")
     tokens_per_step: Count | None = Field(None,
