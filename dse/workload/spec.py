@@ -107,7 +107,8 @@ class WorkloadSpec(Record):
     formats: Formats = Formats()
     workspace: BytesOrZero = Field(DEFAULT_WORKSPACE, description="memory reserved besides weights and KV cache")
     routing: Literal["uniform", "concentrated", "random"] | list[CountOrZero] = Field("uniform",
-        description="MoE expert load: uniform, concentrated, or tokens per expert")
+        description="MoE expert load: uniform (the most experts), concentrated (the fewest), random (independent "
+                    "top-k picks on expectation), or tokens per expert")
     ops: list[OpSpec] | None = Field(None, description="an explicit operator list instead of model and phase")
     tokens_per_step: Count | None = Field(None,
         description="ops workloads: tokens one step produces (for per-token metrics)")
