@@ -66,7 +66,7 @@ import pandas as pd
 
 from dse.errors import SpecError
 from dse.hardware import Chips
-from dse.model import area as area_mod, capacity as cap_rules, hierarchy, links, pipeline, power as pw, tiling
+from dse.model import area as area_mod, capacity as cap_rules, experts, hierarchy, links, pipeline, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import pad_core as _pad
 from dse.precision import get_format, quant_error
@@ -1034,6 +1034,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if ops.attn_groups:  # a fused attention kernel's QK, softmax and PV pipeline across blocks (seed 004 §4.2.3)
         t_op = _attention_overlap(ops, t_op, (t_matrix, t_vector, t_memory, t_l2, t_local, t_d2d),
                                   np.where(np.broadcast_to(central, t_op.shape) > 0, dies, 1.0), group_waves)
+    if info.random_routing and info.expert_cols and (c.ep > 1).any():  # the most loaded chip ends a MoE layer
+        t_op = _expert_parallel_load(c, info, t_op, t_memory, (t_matrix, t_vector, t_l2, t_local))
     # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs
     v_op = law.voltage(cr)
     e_scale = pw.dynamic_energy_scale(v_op, law.v1)
@@ -1188,6 +1190,21 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                            tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op + E_fixed_op)
     return out, ops_out
 
+
+
+def _expert_parallel_load(c: ChipColumns, info: "WorkloadInfo", t_op, t_memory, others):
+    """The routed experts' operators under expert parallelism with random routing: the system's summed resources
+    time the average chip; the layer waits for the most loaded one (dse.model.experts.ep_load_factors): its active
+    experts where the operator is memory-bound (the weights it reads), its rows otherwise."""
+    p = np.where(c.ep > 1, c.ep, 1.0)
+    f_active, f_rows = experts.ep_load_factors(info.moe_tokens, info.top_k, info.moe_experts, p)
+    cols = list(info.expert_cols)
+    shape = np.broadcast_shapes(np.shape(t_op), np.shape(t_memory), np.shape(p))
+    mem = np.broadcast_to(t_memory, shape)[:, cols] >= np.broadcast_to(pipeline.overlapped_core(*others),
+                                                                        shape)[:, cols]
+    out = np.array(np.broadcast_to(t_op, shape))
+    out[:, cols] *= np.where(mem, np.broadcast_to(f_active, (shape[0], 1)), np.broadcast_to(f_rows, (shape[0], 1)))
+    return out
 
 
 def _system_step(c: ChipColumns, info: "WorkloadInfo", work):
@@ -1425,6 +1442,10 @@ class WorkloadInfo:
     moe_layers: float = 0.0  # MoE layer instances per step (layers x micro-batches)
     moe_bytes: float = 0.0  # their input activations [tokens, hidden] summed: an all-reduce's V under TP
     top_k: float = 0.0  # experts per token
+    moe_experts: float = 0.0  # routed experts per MoE layer
+    moe_tokens: float = 0.0  # tokens one MoE layer instance routes (a micro-batch's)
+    expert_cols: tuple[int, ...] = ()  # the routed experts' operators
+    random_routing: bool = False  # routing: random (the EP chips' loads vary: dse.model.experts)
 
 
 def workload_info(workload, ops: OpTable) -> WorkloadInfo:
@@ -1448,6 +1469,10 @@ def workload_info(workload, ops: OpTable) -> WorkloadInfo:
         moe_layers=float(sum(ops.count[i] for i in routers)),
         moe_bytes=float(sum(ops.a_bytes[i] * ops.count[i] for i in routers)),
         top_k=float(moe.top_k) if moe is not None and routers else 0.0,
+        moe_experts=float(moe.experts) if moe is not None and routers else 0.0,
+        moe_tokens=float(workload.ops[routers[0]].m) if routers else 0.0,
+        expert_cols=tuple(i for i, o in enumerate(workload.ops) if o.role == "expert"),
+        random_routing=getattr(workload, "routing", None) == "random",
     )
 
 

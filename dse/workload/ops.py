@@ -282,11 +282,12 @@ def _vector(name: str, kind: str, elements: int, flops_per: float, exps_per: flo
     )
 
 
-def _elementwise(name, elements, flops_per, exps_per, count, f: Formats, inputs=1, kind="elementwise"):
+def _elementwise(name, elements, flops_per, exps_per, count, f: Formats, inputs=1, kind="elementwise",
+                 role="vector"):
     act, out = f.fmt("activations"), f.fmt("output")
     return _vector(name, kind, elements, flops_per, exps_per, count,
                    a_bytes=inputs * elements * act.bytes_per_value, c_bytes=elements * out.bytes_per_value,
-                   a_fmt=act, c_fmt=out)
+                   a_fmt=act, c_fmt=out, role=role)
 
 
 def _norm(name, rows, width, count, f: Formats):

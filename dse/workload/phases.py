@@ -119,7 +119,7 @@ def _step_ops(m: ModelConfig, f: Formats, requests: int, new: int, context: int,
             ops.append(gemm(f"expert_up.{tag}", r, e.intermediate, d, batch=nexp, count=Lm, formats=f,
                             role="expert"))
             ops.append(_elementwise(f"expert_act.{tag}", r * nexp * e.intermediate, SWIGLU_FLOPS, SWIGLU_EXPS,
-                                    Lm, f, inputs=2))
+                                    Lm, f, inputs=2, role="expert"))
             ops.append(gemm(f"expert_down.{tag}", r, d, e.intermediate, batch=nexp, count=Lm, formats=f,
                             role="expert"))
         if e.shared_experts:
