@@ -500,6 +500,8 @@ def rich_main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller reference and budgets, 2 seeds (~1-2 min)")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per method and budget (default 3, --quick 2)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first seed of the benchmark runs (default 0; e.g. 10 for held-out seeds 10, 11, ...)")
     ap.add_argument("--methods", default=None, help=f"comma-separated subset of {', '.join(METHODS_RICH)}")
     ap.add_argument("--grid", action="store_true", help="run the former grid benchmark instead (exact fronts)")
     ap.add_argument("--population", type=int, default=None,
@@ -514,7 +516,9 @@ def rich_main(argv=None) -> int:
     if args.seeds is not None and args.seeds < 1:
         ap.error("--seeds must be >= 1")
     quick = args.quick
-    seeds = list(range(args.seeds if args.seeds is not None else (2 if quick else 3)))
+    if not 0 <= args.first_seed < 1000:  # (the reference's long runs take seeds 1000+)
+        ap.error("--first-seed must be between 0 and 999")
+    seeds = [args.first_seed + i for i in range(args.seeds if args.seeds is not None else (2 if quick else 3))]
     methods = list(METHODS_RICH) if not args.methods else [m.strip() for m in args.methods.split(",")]
     unknown = [m for m in methods if m not in METHODS_RICH]
     if unknown:
