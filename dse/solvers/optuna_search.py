@@ -102,6 +102,9 @@ Optuna's VSBX crossover 0.9870 (0.9681); eta 5 with population 50 0.9907 (0.9791
 BLX-alpha crossover 0.9899 (0.9859), SBX 0.9890 (0.9836). On 16 seeds (0-7, 10-17): eta 7 0.9914 (0.9816), eta 3
 0.9904 (0.9865), eta 5 with mutation_prob 0.1 0.9907 (0.9842), with population 90 0.9902 (0.9857); eta 5
 alone 0.9914 (0.9891), eta 20 0.9877 (0.9569) (seeds 10-17 alone: 0.9909 (0.9895) against 0.9897 (0.9853)).
+Those figures predate the reuse below the L2 (issue 15, de8f3e2), which changed the evaluator and the
+reference: since then eta 5 gives 0.9876 (0.9837) on seeds 0-4 and 0.9870 (0.9806) on 10-17; the operators
+tried against it (a tournament, front polishing, rising eta, neighbour mating, ...) are in README "Benchmarks".
 
 Result (full grid benchmark, ``--grid``, 3 seeds, with eta 20): NSGA-II at 5,000 evaluations (3.6-4.4% of
 the grids) reaches 0.9999 (0.9999) / 0.9982 (0.9950) / 1.0000 (1.0000); at
