@@ -11,27 +11,32 @@ Per operator (seed 004 §4.8.1: overlapped resources take the max, work on
 one resource adds, dependent stages add):
     t_matrix = padded, wave-quantized FLOPs / (units x FLOP/cycle x sustained clock x eff)
     t_vector = vector FLOPs / vector rate + exps / exp rate
-    t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap)
+    t_memory = off-chip bytes / min(bandwidth x eff, Little's-law cap); with a memory-side cache, the longer of
+               that and what the L2s miss / the cache's bandwidth (off-chip bytes: the reads below the cache,
+               dse.model.tiling.cache_reads; L2s private to each die with l2_scope: die)
     t_l2     = what the local buffers read from the L2 / (L2 bytes/cycle x dies x sustained clock)
     t_local  = what the matrix units read from their local buffers / (bytes/cycle x units x sustained clock),
                wave-quantized like t_matrix                                  (dse.model.hierarchy)
     t_op     = max(t_matrix, t_vector, t_memory, t_l2, t_local)   (kernel launches overlap device time)
     step     = max(sum of count x t_op, launches) + step overhead + scale-up links
                  (tensor parallel: all-reduces by the cheapest algorithm of the topology, and expert
-                 parallel: two all-to-alls per MoE layer; dse.model.links.collective / alltoall_time)
+                 parallel: two all-to-alls per MoE layer; dse.model.links.collective / alltoall_time; with
+                 random routing the experts' operators wait for the most loaded chip, dse.model.experts)
     pipeline = m micro-batches through p stages and the p - 1 hops between them:
                  p t_s + (p - 1) t_h + (m - 1) max(t_s, t_h)      (dse.model.pipeline.flow_core; GPipe)
                  t_s = one micro-batch's work / p, t_h = alpha + activations / R (seed 004 §4.5.3)
 
 Energy sums every level: the datapath's FLOPs, the register files (each instruction's operand and
 accumulator bytes x energy.register_file), the local buffer (fills and the matrix unit's reads), the L2 (what
-the local buffers read), main memory, the links, and static power over the time.
+the local buffers read), the memory-side cache (what the L2s miss), main memory, the links, and static power
+over the time.
 
 Each rule is written once, in the module of its kind, and called from here (and from the CP-SAT data
 steps and dse.workload): padding, output tiles, waves, working sets, L2-panel re-reads, tile requests
 and split-K partial sums in :mod:`dse.model.tiling`; the on-chip levels' traffic (register files, local
 buffer reads by register tile, L2 requests with multicast) in :mod:`dse.model.hierarchy`; Little's law,
-alpha-beta transfers, the collectives by topology in :mod:`dse.model.links`; the flow of micro-batches in
+alpha-beta transfers, the collectives by topology in :mod:`dse.model.links`; the most loaded chip of expert
+parallelism in :mod:`dse.model.experts`; the flow of micro-batches in
 :mod:`dse.model.pipeline`; the sustained clock under the power ceiling, average and static
 power in :mod:`dse.model.power`; resident bytes, fits and max batch in :mod:`dse.model.capacity`.
 
