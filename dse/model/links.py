@@ -162,19 +162,28 @@ def alltoall_time(bytes_, n_peers, rate, alpha=0.0, count=1.0, topology=SWITCH, 
 
     Mesh (a link to each of the p - 1 others): one step, each block on its own link, count alpha + V / ((p - 1) R).
     Switch (the others within its ``peers``): one step through the port, count alpha + V / R. Otherwise (a ring, a
-    torus, a mesh with fewer links than peers) around a ring in p - 1 steps: step j passes on the p - j blocks not
-    yet home, each split between the two directions where the ring has both, (p - 1) count alpha + V p / (2 d R),
-    d = 2 directions on a ring or torus, 1 else. The link bytes count each hop: p V direct, p^2 V / 2 on the ring.
+    mesh with fewer links than peers) around a ring in p - 1 steps: step j passes on the p - j blocks not yet
+    home, each split between the two directions where the ring has both, (p - 1) count alpha + V p / (2 d R),
+    d = 2 directions on a ring or torus, 1 else. A torus runs that ring along each dimension in turn
+    (dimension-ordered routing, :func:`torus_sides`): along a side of n each chip passes on the (n - 1) / n of its
+    p blocks of V / (p - 1) bound elsewhere on that side, so with s = sum (n - 1) (:func:`torus_ring_steps`; p - 1
+    for one dimension): s count alpha + V p s / ((p - 1) 2 d R). The link bytes count each hop: p V direct,
+    p^2 V / 2 on the ring, p^2 V s / (2 (p - 1)) on the torus.
     """
     p = np.asarray(n_peers, dtype=float)
     t = np.asarray(topology, dtype=float)
     one_hop = (p - 1.0 <= peers) & ((t == SWITCH) | (t == MESH))
     dirs = np.where((t == RING) | (t == TORUS), 2.0, 1.0)
+    steps = p - 1.0
+    torus = t == TORUS
+    if np.any(torus & (p > 1)):
+        steps = np.where(torus, torus_ring_steps(np.where(torus, p, 1.0), np.where(torus, peers, 2.0)), steps)
     with np.errstate(divide="ignore", invalid="ignore"):
         direct = count * alpha + bytes_ / (rate * np.where(t == MESH, np.maximum(p - 1.0, 1.0), 1.0))
-        ring = (p - 1.0) * count * alpha + bytes_ * p / (2.0 * dirs * rate)
+        share = steps / np.maximum(p - 1.0, 1.0)  # 1 on a ring
+        ring = steps * count * alpha + bytes_ * p * share / (2.0 * dirs * rate)
     time = np.where(p > 1, np.where(one_hop, direct, ring), 0.0)
-    moved = np.where(p > 1, np.where(one_hop, p * bytes_, p * p * bytes_ / 2.0), 0.0)
+    moved = np.where(p > 1, np.where(one_hop, p * bytes_, p * p * bytes_ * share / 2.0), 0.0)
     return time, moved
 
 

@@ -230,11 +230,20 @@ def test_alltoall_by_topology():
     # switch: all 7 MB through the 450 GB/s port, one step
     t, moved = alltoall_time(v, p, NVLINK, ALPHA, 1.0, SWITCH, 7)
     assert t == pytest.approx(ALPHA + 7e6 / 450e9) and moved == pytest.approx(8 * 7e6)
-    # ring and torus: p - 1 = 7 steps, passing the blocks on neighbour to neighbour, both directions
-    for topo, links in ((RING, 2), (TORUS, 4)):
+    # ring, and a torus of one dimension: p - 1 = 7 steps, passing the blocks on neighbour to neighbour, both
+    # directions
+    for topo, links in ((RING, 2), (TORUS, 2)):
         t, moved = alltoall_time(v, p, 76.8e9, ALPHA, 1.0, topo, links)
         want_t, want_moved = _ring_alltoall_by_steps(v, p, 76.8e9, ALPHA, 2)
         assert t == pytest.approx(want_t) and moved == pytest.approx(want_moved)
+    # a 4 x 2 torus (4 links per chip), dimension by dimension: along the side of 4 each chip passes on the 3 / 4 of
+    # its 8 blocks of 1 MB bound for the other 3 columns, 6 MB in 3 ring steps; then along the side of 2 the 1 / 2
+    # bound for the other row, 4 MB in 1 step. By the ring formula on each side (blocks of 2 MB, resp. 4 MB):
+    t, moved = alltoall_time(v, p, 76.8e9, ALPHA, 1.0, TORUS, 4)
+    side4 = _ring_alltoall_by_steps(6e6, 4, 76.8e9, ALPHA, 2)
+    side2 = _ring_alltoall_by_steps(4e6, 2, 76.8e9, ALPHA, 2)
+    assert t == pytest.approx(side4[0] + side2[0])
+    assert moved == pytest.approx(2 * side4[1] + 4 * side2[1])  # 2 rings of 4 chips, 4 rings of 2
     # 16 chips on a switch of 7 peers: beyond the switch, the same ring over the port (one direction)
     t, _ = alltoall_time(15e6, 16, NVLINK, ALPHA, 1.0, SWITCH, 7)
     assert t == pytest.approx(_ring_alltoall_by_steps(15e6, 16, NVLINK, ALPHA, 1)[0])
