@@ -506,11 +506,18 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     parts["units"] = parts["matrix"] + parts["unit_logic"] + parts["register_file"] + parts["local"]
     stacks = fixed["hbm_stacks"]
     fields = reticle_fields(chips)
+    # a memory-side cache (memory_side_cache.capacity, per package): SRAM arrays at the scratchpad figure, on the
+    # base dies of a chiplet package (where AMD's Infinity Cache sits), else shared evenly by the compute dies
+    _, sram_scale = node_scales(procs, n, tech)
+    msc = np.nan_to_num(chips.get("memory_side_cache.capacity", 0.0)) * coef.scratchpad.value * sram_scale
+    parts["msc"] = msc / dies  # (per die, as every part; the power model's SRAM leakage counts it)
     die = parts["units"] + parts["l2"] + parts["memory_phy"] + parts["io"] + parts["uncore"] + parts["sram_memory"]
+    die = die + np.where(base, 0.0, parts["msc"])
     long, short = die_outline(die, aspect)
 
-    # ---- base complex (chiplets on base dies)
-    base_area = np.where(base, dies * die / BASE_COVERAGE, 0.0)
+    # ---- base complex (chiplets on base dies): the footprint the compute dies need, or more where the base must
+    # hold a memory-side cache larger than that
+    base_area = np.where(base, np.maximum(dies * die / BASE_COVERAGE, msc), 0.0)
     b_long, b_short = die_outline(base_area, aspect)
 
     # ---- shoreline

@@ -123,6 +123,11 @@ def _modelled(s) -> list[str]:
     parts = [f"{label} {float(pa.parts[k][0]):.1f}" for k, label in names if float(pa.parts[k][0]) > 0]
     out.append(f"    parts (mm^2 per die): {', '.join(parts)}; {float(pa.dies[0]):g} die(s), total silicon "
                f"{float(pa.total_silicon_area_mm2[0]):.1f} mm^2")
+    msc = float(pa.parts["msc"][0] * pa.dies[0])
+    if msc > 0:
+        on = "the base dies" if float(pa.base_area_mm2[0]) > 0 else "the compute dies"
+        out.append(f"    memory-side cache {msc:.1f} mm^2 of SRAM on {on}"
+                   + (f" (base dies {float(pa.base_area_mm2[0]):.1f} mm^2)" if on == "the base dies" else ""))
     p = power_inputs(chips, pa)
     out.append(f"  modelled peak power {format_quantity(float(p['most'][0]), 'power')} at the design clock "
                f"(leakage {format_quantity(float(p['leak'][0]), 'power')} and clock tree "

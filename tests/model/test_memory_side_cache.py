@@ -134,3 +134,26 @@ def test_tiles_beyond_the_tile_model_are_the_evaluators_optimum(mi355x, no_msc, 
     assert (c.time_s, c.traffic_bytes, c.tiles) == (b.time_s, b.traffic_bytes, b.tiles)
     default = dse.evaluate_design(chip, f"gemm:m={m}:k={k}:n={n}")["time_s"][0]
     assert c.time_s <= default * (1 + 1e-12)
+
+
+def test_the_cache_is_silicon_that_leaks(mi355x):
+    """The cache's SRAM (scratchpad density, technology.md "SRAM in real products": AMD V-Cache 0.56-0.64 mm^2/MB
+    at N7) sits on MI355X's base dies: it leaks (static power rises with its capacity, continuously), and a cache
+    larger than the base dies' footprint (8 x 109.5 mm^2 of XCDs over 62% coverage) grows them, and the cost."""
+    from dse.hardware import Chips
+    from dse.model.area import package_area
+    from dse.model.cost import chip_cost
+
+    caps = np.array([0.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0]) * MIB
+    chips = Chips.from_base(mi355x, len(caps), {"memory_side_cache.capacity": caps})
+    pa = package_area(chips, process="n3", memory="hbm3e")
+    static = dse.evaluate_design(chips, "qwen3-8b:decode:batch=1:context=8192")["static_power_w"]
+    assert (np.diff(static) > 0).all()
+    per_mib = pa.parts["msc"][1:] * pa.dies[1:] / (caps[1:] / MIB)
+    assert np.allclose(per_mib, per_mib[0]) and 0.3 < per_mib[0] < 0.7  # mm^2 per MiB at N3
+    footprint = 8 * pa.die_area_mm2[0] / 0.62
+    assert pa.base_area_mm2[2] == pytest.approx(footprint)  # the catalog's 256 MiB fits under the XCDs
+    assert pa.base_area_mm2[-1] > footprint and pa.base_area_mm2[-1] == pytest.approx(16384 * per_mib[0])
+    cost = chip_cost(chips, pa, process="n3", memory="hbm3e").chip_cost_usd
+    assert cost[-1] > cost[2] and cost[2] == pytest.approx(cost[0])
+    assert (pa.die_area_mm2 == pa.die_area_mm2[0]).all()  # the compute dies do not change
