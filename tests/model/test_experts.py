@@ -17,12 +17,14 @@ from dse.workload import decode
 
 
 def test_expected_max_of_normals():
-    """E[max of 2 standard normals] = 1 / sqrt(pi) = 0.5642 exactly; of 8, 1.4236 (Harter 1961's tables): Blom's
-    approximation within 5% and 1%."""
-    z = expected_max_normal([1, 2, 8])
+    """E[max of 2 standard normals] = 1 / sqrt(pi), of 3 3 / (2 sqrt(pi)) exactly; of 16 and 50, 1.7660 and 2.2491
+    (Harter 1961's tables), where Blom's approximation takes over: within 1%. Continuous across the switch."""
+    z = expected_max_normal([1, 2, 3, 10, 11, 16, 50])
     assert z[0] == 0.0
-    assert z[1] == pytest.approx(1 / math.sqrt(math.pi), rel=0.05)
-    assert z[2] == pytest.approx(1.4236, rel=0.01)
+    assert z[1] == pytest.approx(1 / math.sqrt(math.pi), rel=1e-3)
+    assert z[2] == pytest.approx(3 / (2 * math.sqrt(math.pi)), rel=1e-3)
+    assert z[5] == pytest.approx(1.7660, rel=0.01) and z[6] == pytest.approx(2.2491, rel=0.01)
+    assert 0 < z[4] - z[3] < 0.06  # (exact: 1.5388 -> 1.5864)
 
 
 def _simulated(tokens, top_k, experts, chips, trials, seed=0):
