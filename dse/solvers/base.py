@@ -313,6 +313,15 @@ class Solver(abc.ABC):
         self.n_evaluated += n
         return F, G, feasible
 
+    def evaluated(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """(params, objectives, constraints) of everything evaluated so far, in order."""
+        p = self.problem
+        names = p.space.names
+        if not self._batches:
+            return {k: np.array([]) for k in names}, np.zeros((0, p.n_objectives)), np.zeros((0, p.n_constraints))
+        return ({k: np.concatenate([b[0][k] for b in self._batches]) for k in names},
+                np.concatenate([b[1] for b in self._batches]), np.concatenate([b[2] for b in self._batches]))
+
     def result(self, *, exhaustive: bool = False, status: str | None = None, note: str = "", info: dict | None = None) -> SolverResult:
         """Assemble the :class:`SolverResult` of everything evaluated so far.
 
@@ -322,15 +331,7 @@ class Solver(abc.ABC):
         the message.
         """
         p = self.problem
-        names = p.space.names
-        if self._batches:
-            cols = {k: np.concatenate([b[0][k] for b in self._batches]) for k in names}
-            F = np.concatenate([b[1] for b in self._batches])
-            G = np.concatenate([b[2] for b in self._batches])
-        else:
-            cols = {k: np.array([]) for k in names}
-            F = np.zeros((0, p.n_objectives))
-            G = np.zeros((0, p.n_constraints))
+        cols, F, G = self.evaluated()
         feasible = feasible_mask(F, G)
         ranks = non_dominated_sort(F, p.directions, feasible)
         data: dict[str, np.ndarray] = dict(cols)
@@ -358,7 +359,7 @@ class Solver(abc.ABC):
             message=message,
             solver=self.name,
             seed=self.seed,
-            param_names=names,
+            param_names=p.space.names,
             objective_names=p.objective_names,
             directions=p.directions,
             constraint_names=p.constraint_names,

@@ -106,6 +106,14 @@ Those figures predate the reuse below the L2 (issue 15, de8f3e2), which changed 
 reference: since then eta 5 gives 0.9876 (0.9837) on seeds 0-4 and 0.9870 (0.9806) on 10-17; the operators
 tried against it (a tournament, front polishing, rising eta, neighbour mating, ...) are in README "Benchmarks".
 
+- **Surrogate pre-screening** (``prescreen``, default 4; :mod:`dse.solvers.prescreen`): after the first
+  generation NSGA-II makes 4x the offspring, a k-nearest-neighbour model of the points evaluated predicts
+  them, and the best by an achievement scalarizing function over spread weight vectors are evaluated; the
+  rest are told FAIL (never evaluated). The budget counts evaluations, so the extra offspring cost only
+  Optuna's ask/tell time (~4 ms instead of ~1 ms per evaluation). On the rich space at 2,325 evaluations
+  it lifted NSGA-II from 0.986 mean, worst 0.978 (seeds 0-4, 10-17, 20-35 against one strict pooled
+  reference) to 0.993, worst 0.990; the benchmark's own figures are in README "Benchmarks".
+
 Result (full grid benchmark, ``--grid``, 3 seeds, with eta 20): NSGA-II at 5,000 evaluations (3.6-4.4% of
 the grids) reaches 0.9999 (0.9999) / 0.9982 (0.9950) / 1.0000 (1.0000); at
 1,000, 0.993 / 0.959 / 0.971 with seeds down to 0.93, where TPE reaches 0.996
@@ -128,7 +136,9 @@ from optuna.trial import TrialState
 
 from dse.errors import DseError, SolverError, SpecError, StorageError
 from dse.solvers import optuna_compat as compat
-from dse.solvers.base import Solver
+from dse.solvers import prescreen
+from dse.solvers.base import Solver, feasible_mask
+from dse.solvers.prescreen import DEFAULT_FACTOR
 from dse.solvers.optuna_compat import FlockLock, JournalFile, repair_journal_tail  # noqa: F401 (re-exported)
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
 from dse.storage import classify, mask, retry
@@ -416,7 +426,7 @@ class OptunaSolver(Solver):
 
     def __init__(self, problem, *, seed=0, budget=None, method="nsga2", batch=100, storage=None,
                  study_name="dse", population=None, progress=None, init="lhs", mutation="polynomial",
-                 mutation_prob=None, unique=True, evaluation=None, mutation_eta=POLYNOMIAL_ETA):
+                 mutation_prob=None, unique=True, evaluation=None, mutation_eta=POLYNOMIAL_ETA, prescreen=None):
         super().__init__(problem, seed=seed, budget=budget)
         if method not in METHODS:
             raise SpecError(f"unknown Optuna method '{method}'; known: {', '.join(METHODS)}")
@@ -433,6 +443,11 @@ class OptunaSolver(Solver):
             raise SpecError(f"optuna: mutation_prob must be in [0, 1], got {mutation_prob!r}")
         if isinstance(mutation_eta, bool) or not isinstance(mutation_eta, (int, float)) or not mutation_eta >= 0:
             raise SpecError(f"optuna: mutation_eta must be a number >= 0, got {mutation_eta!r}")
+        if prescreen is not None and (isinstance(prescreen, bool) or not isinstance(prescreen, (int, np.integer))
+                                      or prescreen < 1):
+            raise SpecError(f"optuna: prescreen must be an integer >= 1 (1: off), got {prescreen!r}")
+        if prescreen is not None and prescreen > 1 and method != "nsga2":
+            raise SpecError(f"optuna: prescreen (surrogate pre-screening of offspring) is for nsga2, not {method}")
         if not isinstance(study_name, str) or not study_name:
             raise SpecError(f"optuna: study_name must be a non-empty string, got {study_name!r}")
         if method == "gp":
@@ -451,6 +466,9 @@ class OptunaSolver(Solver):
         self.mutation = mutation
         self.mutation_prob = mutation_prob
         self.mutation_eta = float(mutation_eta)
+        self.prescreen = int(prescreen) if prescreen is not None else (DEFAULT_FACTOR if method == "nsga2" else 1)
+        self.n_screened_out = 0
+        self._screen_rng = np.random.default_rng([self.seed, 0x5C2E])
         self.unique = bool(unique)
         # what the stored values depend on beyond the names (e.g. {'tiles': 'cpsat'}): a rerun with other
         # settings must not resume them (empty: the evaluator's defaults, as every study before had)
@@ -494,7 +512,7 @@ class OptunaSolver(Solver):
         try:
             while self.remaining > 0:
                 k = min(self.batch, self.remaining)
-                trials, params = self._ask_unique(mem, dists, names, k, seen)
+                trials, params = self._ask_screened(mem, dists, names, k, seen)
                 if not trials:  # every point of a discrete space evaluated
                     break
                 F, G, _ = self.evaluate(params)
@@ -521,6 +539,7 @@ class OptunaSolver(Solver):
             "method": self.method, "batch": self.batch, "population": self.population,
             "resumed_trials": self.n_resumed, "stored_copies": self.n_copies, "new_evaluations": self.n_evaluated - self.n_resumed,
             "redrawn_duplicates": self.n_redrawn, "random_fills": self.n_filled, "exhausted": self.exhausted,
+            "prescreen": self.prescreen, "screened_out": self.n_screened_out,
             "storage": None if self.storage_url is None else mask(self.storage_url),
         })
 
@@ -623,6 +642,35 @@ class OptunaSolver(Solver):
                 self._persisted += 1
 
     # ------------------------------------------------------- sampler side
+
+    def _ask_screened(self, mem, dists, names, k: int, seen: set) -> tuple[list, dict[str, np.ndarray]]:
+        """Ask ``k`` trials; with ``prescreen`` > 1, ask ``prescreen x k`` and keep the ``k`` a surrogate picks.
+
+        Pre-screening (dse.solvers.prescreen) starts after the first generation, once two feasible points
+        are known; the candidates left out are told FAIL (never evaluated; the sampler learns only from
+        COMPLETE trials) and may be asked again later.
+        """
+        if self.prescreen <= 1 or self.n_evaluated < self.population:
+            return self._ask_unique(mem, dists, names, k, seen)
+        evaluated = self.evaluated()
+        ok = feasible_mask(evaluated[1], evaluated[2])
+        if ok.sum() < 2:
+            return self._ask_unique(mem, dists, names, k, seen)
+        trials, params = self._ask_unique(mem, dists, names, self.prescreen * k, seen)
+        keep = prescreen.choose(self.problem.space, self.problem.directions, evaluated, params, k,
+                                self._screen_rng)
+        if len(trials) <= k:
+            return trials, params
+        if keep is None:  # the model has nothing to go on: NSGA-II's first k
+            keep = np.arange(k)
+        kept = set(keep.tolist())
+        for i, t in enumerate(trials):
+            if i not in kept:
+                p = t.params  # a copy each time: take it once
+                seen.discard(tuple(p[n] for n in names))
+                mem.tell(t, state=TrialState.FAIL)
+                self.n_screened_out += 1
+        return [trials[i] for i in keep], {n: v[keep] for n, v in params.items()}
 
     def _ask_unique(self, mem, dists, names, k: int, seen: set) -> tuple[list, dict[str, np.ndarray]]:
         """Ask up to ``k`` trials; return them and their parameters as arrays.

@@ -71,7 +71,10 @@ _SOLVER_HELP = {
     "seed": "random seed of the search, in [0, 2**32)",
     "workers": "worker processes (`dse run --workers`)",
     "storage": "Optuna storage URL (default: `study.journal` in the output folder)",
-    "population": "NSGA-II population size (default: the batch)",
+    "population": "NSGA-II population size (default: about 1.5 sqrt(trials), a multiple of 10 in [20, 500])",
+    "prescreen": "NSGA-II makes this many offspring per design evaluated and a k-nearest-neighbour surrogate of "
+                 "the designs evaluated keeps the ones that best extend the front (dse.solvers.prescreen); "
+                 "default 4, 1: off (plain NSGA-II)",
     "resolution": "grid points per continuous parameter (grid search)",
     "tiles": "tiles of each design's GEMMs: `heuristic` (the evaluator's default tiles), `cpsat` (CP-SAT-optimal "
              "tiles per design, cached by what determines them) or `auto`: cpsat where the study meets at most "

@@ -57,7 +57,8 @@ from dse.workload import build
 
 TOP_KEYS = ("name", "question", "workloads", "scenarios", "base", "overrides", "space", "constraints", "objectives",
             "solver", "output", "modules")
-SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution", "tiles")
+SOLVER_KEYS = ("method", "trials", "batch", "seed", "workers", "storage", "population", "resolution", "tiles",
+               "prescreen")
 #: What ``solver.tiles`` takes (dse.study.tiles): the evaluator's default tiles, CP-SAT tiles per design, or
 #: CP-SAT where the budget check says it is affordable (the default).
 TILE_MODES = ("auto", "heuristic", "cpsat")
@@ -113,6 +114,7 @@ class SolverSettings:
     population: int | None = None
     resolution: int = 11
     tiles: str = "auto"
+    prescreen: int | None = None  # NSGA-II offspring per evaluation, a surrogate keeping the best (None: 4; 1: off)
 
 
 @dataclass(frozen=True)
@@ -481,7 +483,7 @@ def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = Fal
                 P.at(p, unknown_name("solver method", str(v), METHODS))
             else:
                 kw[k] = v
-        elif k in ("trials", "batch", "workers", "population", "resolution"):
+        elif k in ("trials", "batch", "workers", "population", "resolution", "prescreen"):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 P.at(p, f"expected an integer >= 1, got {v!r}")
             else:
@@ -506,6 +508,9 @@ def load_study(path, *, overrides_cli: dict | None = None, out_given: bool = Fal
     settings = SolverSettings(**kw)
     if settings.method == "nsga2" and settings.population is not None and settings.population < 2:
         P.at(("solver", "population"), f"NSGA-II needs a population of at least 2, got {settings.population}")
+    if settings.method != "nsga2" and settings.prescreen is not None and settings.prescreen > 1:
+        P.at(("solver", "prescreen"), f"surrogate pre-screening of offspring is for method nsga2, not "
+                                      f"{settings.method}; remove the key or set it to 1")
 
     out = data.get("output") or f"results/{name}"
     if not isinstance(out, str):

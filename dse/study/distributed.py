@@ -289,6 +289,7 @@ def _worker_main(payload: dict) -> tuple[str, str]:
         solver = shared_solver(problem, shared, seed=settings.seed + index, budget=settings.trials,
                                method=settings.method, batch=settings.batch, storage=payload["storage"],
                                study_name=spec.name, population=settings.population,
+                               prescreen=settings.prescreen,
                                evaluation=evaluation_tag(settings))
         solver.run()
         return "ok", ""

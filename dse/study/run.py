@@ -164,6 +164,7 @@ def _run(spec: StudySpec, *, progress: bool, write: bool, require_feasible: bool
         else:
             solver = OptunaSolver(problem, seed=s.seed, budget=s.trials, method=s.method, batch=s.batch,
                                   storage=storage_url, study_name=spec.name, population=s.population,
+                                  prescreen=s.prescreen,
                                   progress=bar.update if bar else None, evaluation=study_tiles.evaluation_tag(s))
         try:
             if s.method != "grid" and (s.workers > 1 or s.storage is not None):  # shared storage: dse.study.distributed

@@ -343,6 +343,9 @@ def test_run_on_a_whatif_file_says_what_it_is(tmp_path, capsys):
      ["latency_per_token", "twice"]),
     # NSGA-II refused a population of 1
     (lambda t: t.replace("method: random", "method: nsga2, population: 1"), "population", ["at least 2"]),
+    # OptunaSolver refused pre-screening for a sampler that makes no offspring, and a factor below 1
+    (lambda t: t.replace("method: random", "method: random, prescreen: 4"), "prescreen", ["nsga2"]),
+    (lambda t: t.replace("method: random", "method: nsga2, prescreen: 0"), "prescreen", ["integer >= 1"]),
     # numpy's and Optuna's samplers take seeds below 2**32 (ValueError traceback in the run)
     (lambda t: t.replace("seed: 0", "seed: 4294967296"), "seed", ["2**32"]),
     # the grid solver refused a grid larger than the budget (69 values of units > 4 trials)
