@@ -130,3 +130,38 @@ def test_prescreen_options_are_checked():
     with pytest.raises(SpecError, match="nsga2"):
         OptunaSolver(problem, method="random", prescreen=4)
     assert OptunaSolver(problem, method="random").prescreen == 1
+
+
+def test_prescreened_nsga2_finds_a_better_front_than_plain_nsga2_on_a_rich_study():
+    """The 15-parameter worked study (studies/llama-70b-decode-system.yaml), 600 evaluations, seeds 0-2: the
+    mean hypervolume, in one normalization by the union of all six runs' front, is higher with pre-screening.
+
+    Expected margin from benchmarks/bench_search.py's 12-parameter space at 500 evaluations: 0.966 against 0.925
+    of its reference (+4%, README "Benchmarks"); the runs are seeded, so the outcome does not depend on the
+    machine.
+    """
+    from dse.pareto import hypervolume, normalize, pareto_mask, to_minimization
+    from dse.spec.study import load_study
+    from dse.study import make_problem
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+    problem = make_problem(load_study(root / "studies" / "llama-70b-decode-system.yaml"))
+    runs = {(ps, s): OptunaSolver(problem, seed=s, budget=600, prescreen=ps).run() for ps in (1, 4) for s in range(3)}
+    assert all(r.info["screened_out"] > 0 for (ps, _), r in runs.items() if ps == 4)
+    pooled = [(to_minimization(r.objectives(), problem.directions), r.table["feasible"].to_numpy(dtype=bool))
+              for r in runs.values()]
+    A = np.vstack([a for a, _ in pooled])
+    ok = np.concatenate([f for _, f in pooled])
+    front = A[pareto_mask(A, ("minimize",) * A.shape[1], ok)]
+    lo, hi = front.min(0), front.max(0)
+    ref = np.full(A.shape[1], 1.1)
+
+    def hv(ps):
+        out = []
+        for (p, _), r in runs.items():
+            if p == ps:
+                a = to_minimization(r.objectives(), problem.directions)[r.table["feasible"].to_numpy(dtype=bool)]
+                out.append(hypervolume(normalize(a, lo, hi), ref, ("minimize",) * A.shape[1]))
+        return np.mean(out)
+
+    assert hv(4) > 1.02 * hv(1)  # measured when written: 1.229 against 1.152 (+6.6%)
