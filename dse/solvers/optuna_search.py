@@ -110,9 +110,10 @@ tried against it (a tournament, front polishing, rising eta, neighbour mating, .
   generation NSGA-II makes 4x the offspring, a k-nearest-neighbour model of the points evaluated predicts
   them, and the best by an achievement scalarizing function over spread weight vectors are evaluated; the
   rest are told FAIL (never evaluated). The budget counts evaluations, so the extra offspring cost only
-  Optuna's ask/tell time (~4 ms instead of ~1 ms per evaluation). On the rich space at 2,325 evaluations
-  it lifted NSGA-II from 0.986 mean, worst 0.978 (seeds 0-4, 10-17, 20-35 against one strict pooled
-  reference) to 0.993, worst 0.990; the benchmark's own figures are in README "Benchmarks".
+  Optuna's ask/tell time (~3.5 ms instead of ~1 ms per evaluation). On the rich space at 2,325 evaluations
+  (``benchmarks/bench_search.py``) it lifted NSGA-II from 0.9875 mean, worst seed 0.9829 to 0.9946, worst
+  0.9925 (seeds 0-4); 32 of 33 seeds reach 0.99 (README "Benchmarks"; the choice of model and selection is
+  in :mod:`dse.solvers.prescreen`).
 
 Result (full grid benchmark, ``--grid``, 3 seeds, with eta 20): NSGA-II at 5,000 evaluations (3.6-4.4% of
 the grids) reaches 0.9999 (0.9999) / 0.9982 (0.9950) / 1.0000 (1.0000); at
@@ -136,9 +137,8 @@ from optuna.trial import TrialState
 
 from dse.errors import DseError, SolverError, SpecError, StorageError
 from dse.solvers import optuna_compat as compat
-from dse.solvers import prescreen
+from dse.solvers import prescreen as surrogate
 from dse.solvers.base import Solver, feasible_mask
-from dse.solvers.prescreen import DEFAULT_FACTOR
 from dse.solvers.optuna_compat import FlockLock, JournalFile, repair_journal_tail  # noqa: F401 (re-exported)
 from dse.space import ChoiceParam, DesignSpace, FloatParam, IntParam, LogParam
 from dse.storage import classify, mask, retry
@@ -466,7 +466,8 @@ class OptunaSolver(Solver):
         self.mutation = mutation
         self.mutation_prob = mutation_prob
         self.mutation_eta = float(mutation_eta)
-        self.prescreen = int(prescreen) if prescreen is not None else (DEFAULT_FACTOR if method == "nsga2" else 1)
+        default = surrogate.DEFAULT_FACTOR if method == "nsga2" else 1
+        self.prescreen = int(prescreen) if prescreen is not None else default
         self.n_screened_out = 0
         self._screen_rng = np.random.default_rng([self.seed, 0x5C2E])
         self.unique = bool(unique)
@@ -657,10 +658,10 @@ class OptunaSolver(Solver):
         if ok.sum() < 2:
             return self._ask_unique(mem, dists, names, k, seen)
         trials, params = self._ask_unique(mem, dists, names, self.prescreen * k, seen)
-        keep = prescreen.choose(self.problem.space, self.problem.directions, evaluated, params, k,
-                                self._screen_rng)
         if len(trials) <= k:
             return trials, params
+        keep = surrogate.choose(self.problem.space, self.problem.directions, evaluated, params, k,
+                                self._screen_rng)
         if keep is None:  # the model has nothing to go on: NSGA-II's first k
             keep = np.arange(k)
         kept = set(keep.tolist())

@@ -91,7 +91,9 @@ def _nearest(Xc: np.ndarray, X: np.ndarray, usable: np.ndarray, k: int) -> tuple
 
 def simplex_lattice(m: int, k: int) -> np.ndarray:
     """Das and Dennis's weight vectors: every w with sum 1 and each w_j a multiple of 1/H, for the smallest H
-    that gives at least ``k`` of them (``m`` objectives)."""
+    that gives at least ``k`` of them (``m`` objectives; one objective: the one weight 1)."""
+    if m == 1:
+        return np.ones((1, 1))
     h = 1
     while math.comb(h + m - 1, m - 1) < k:
         h += 1
@@ -141,7 +143,7 @@ def choose(space: DesignSpace, directions, evaluated: tuple[Mapping, np.ndarray,
     likely = p_feasible >= 0.5
     chosen: list[int] = []
     lattice = simplex_lattice(C.shape[1], k)
-    for wv in lattice[rng.choice(len(lattice), k, replace=False)] + 1e-3:
+    for wv in lattice[rng.choice(len(lattice), k, replace=len(lattice) < k)] + 1e-3:
         asf = np.where(free & likely, np.max((C + UTOPIA) / wv, axis=1), np.inf)
         i = int(np.argmin(asf))
         if not np.isfinite(asf[i]):

@@ -122,6 +122,22 @@ def test_the_solver_evaluates_exactly_its_budget_and_screens_out_the_rest():
     assert len(keys) == 300
 
 
+def test_one_objective_keeps_the_best_predicted():
+    """One objective: every weight vector is (1), so the ASF ranks by the prediction alone."""
+    assert simplex_lattice(1, 50).tolist() == [[1.0]]
+    space = DesignSpace((FloatParam("x", 0.0, 1.0),))
+    x = np.linspace(0, 1, 201)
+    evaluated = ({"x": x}, (x - 0.3)[:, None] ** 2 + 1.0, np.zeros((201, 0)))  # least at x = 0.3
+    cand = {"x": np.array([0.0, 0.1, 0.29, 0.31, 0.5, 0.9])}
+    keep = choose(space, ("minimize",), evaluated, cand, 2, np.random.default_rng(0))
+    assert keep.tolist() == [2, 3]
+    problem = Problem(space=space, evaluate=lambda p: ((np.asarray(p["x"]) - 0.3)[:, None] ** 2 + 1.0, None),
+                      objective_names=("f",), directions=("minimize",))
+    res = OptunaSolver(problem, seed=0, budget=120, population=20).run()
+    assert len(res.table) == 120 and res.info["screened_out"] == 5 * 60
+    assert abs(res.table.sort_values("f").iloc[0]["x"] - 0.3) < 0.01
+
+
 def test_prescreen_options_are_checked():
     problem = _toy_problem()
     for bad in (0, -1, 2.5, True):
