@@ -181,3 +181,23 @@ def test_prescreened_nsga2_finds_a_better_front_than_plain_nsga2_on_a_rich_study
         return np.mean(out)
 
     assert hv(4) > 1.02 * hv(1)  # measured when written: 1.229 against 1.152 (+6.6%)
+
+
+def test_a_study_run_records_the_prescreening_in_meta_json(tmp_path):
+    """meta.json (and the report's solver line) say how NSGA-II ran: population, factor, how many left out."""
+    import json
+
+    import yaml
+
+    from dse.study import run_study
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((root / "studies" / "qwen3-8b-decode-chip.yaml").read_text())
+    data["solver"] = {"method": "nsga2", "trials": 120, "population": 40, "prescreen": 3, "tiles": "heuristic"}
+    study = tmp_path / "s.yaml"
+    study.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_study(study, out=tmp_path / "out")
+    solver = json.loads((tmp_path / "out" / "meta.json").read_text())["solver"]
+    # 40 in generation 0, then two generations of 40 kept out of 120 asked
+    assert (solver["population"], solver["prescreen"], solver["screened_out"]) == (40, 3, 2 * 80)
+    assert "prescreen=3" in (tmp_path / "out" / "report.md").read_text()
