@@ -11,15 +11,15 @@ each tensor role (weights, KV cache, activations) and the tensor-parallel degree
 energy per token x chip cost under reticle, shoreline, TDP (1000 W per chip), capacity and a 5% quantization-error
 limit. With continuous clock, buffer, L2 and pin rate there is no grid; the reference front is pooled from
 a long run of every sampler (NSGA-II with and without pre-screening, random, CMA-ES and TPE, GP where its
-extras are installed; seeds 1000+) and every benchmark run. Objectives are normalized by that front (ideal 0, nadir 1, every objective
-minimized), reference point 1.1; a run's ``hypervolume ratio`` is the hypervolume of its feasible points over
+extras are installed; seeds 1000+) and every benchmark run. Objectives are normalized by that front (ideal 0,
+nadir 1, every objective minimized), reference point 1.1; a run's ``hypervolume ratio`` is the hypervolume of its feasible points over
 the reference front's.
 
 Methods: NSGA-II (dse's, the default: Optuna's NSGA-II with 4x offspring pre-screened by a k-NN
 surrogate, dse.solvers.prescreen), ``nsga2-plain`` (the same without pre-screening, the default before),
 TPE, random (Optuna), CMA-ES (Optuna's CmaEsSampler on Chebyshev scalarizations: it is single-objective
-and moves only the numeric parameters; needs the ``cmaes`` package) and GP (Optuna's GPSampler, needs torch and scipy); a method whose package is missing is skipped with a
-printed note. Budgets: 250, 500, 1,000 evaluations and 5% of the reference's long-run evaluations; NSGA-II
+and moves only the numeric parameters; needs the ``cmaes`` package) and GP (Optuna's GPSampler, needs torch
+and scipy); a method whose package is missing is skipped with a printed note. Budgets: 250, 500, 1,000 evaluations and 5% of the reference's long-run evaluations; NSGA-II
 and CMA-ES run once per budget (their population and split follow it), the others once at the largest and
 are read at each budget (their samplers do not depend on it). TPE and GP stop at 1,000 and 200
 evaluations (SLOW_MAX: ~18 s per 1,000 TPE trials here, growing with the trials). Each line gives the mean
