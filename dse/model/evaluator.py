@@ -71,9 +71,9 @@ import pandas as pd
 
 from dse.errors import SpecError
 from dse.hardware import Chips
-from dse.model import area as area_mod, capacity as cap_rules, experts, hierarchy, links, pipeline, power as pw, tiling
+from dse.model import area as area_mod, capacity as cap_rules, experts, hierarchy, jit, links, pipeline, power as pw, tiling
 from dse.model.power import MIN_CLOCK_RATIO
-from dse.model.tiling import pad_core as _pad
+from dse.model.tiling import ceil_div_core, pad_core as _pad
 from dse.precision import get_format, quant_error
 
 RESOURCES = ("matrix", "vector", "memory", "l2", "local")
@@ -311,25 +311,57 @@ def register_bytes_per_flop(chips: Chips, elem_bytes) -> np.ndarray:
 
 
 def _l2_request_bytes(ops: OpTable, c_m, c_n, mcast, visible, partial):
-    """Bytes the local buffers read from the L2 (dse.model.hierarchy): each output tile's A and B panels, the
-    requests shared by multicast within a cluster of units, C written once and the split-K partial sums;
-    operands that stay on chip (fused attention's scores and probabilities) never pass through it, causal
+    """:func:`l2_request_bytes` of every operator of ``ops`` (arrays broadcast)."""
+    with jit.quiet():
+        return _l2_request_gu(ops.a_bytes, ops.b_bytes, ops.c_bytes, ops.is_gemm, ops.on_chip_a, ops.on_chip_c, c_m, c_n,
+                              mcast, visible, partial)
+
+
+@jit.rule
+def l2_request_bytes(a_bytes, b_bytes, c_bytes, is_gemm, on_chip_a, on_chip_c, c_m, c_n, mcast, visible, partial):
+    """Bytes the local buffers read from the L2 (dse.model.hierarchy), one operator: each output tile's A and B
+    panels, the requests shared by multicast within a cluster of units, C written once and the split-K partial
+    sums; operands that stay on chip (fused attention's scores and probabilities) never pass through it, causal
     attention requests the keys of its visible tiles only, and a fused attention kernel keeps its query tile
     in the local buffer over the whole key loop (FlashAttention, Dao et al. 2022): QK's A operand is requested
-    once. Vector operators read their inputs and write their outputs once."""
-    a_l2, b_l2 = np.where(ops.on_chip_a, 0.0, ops.a_bytes), ops.b_bytes * visible
-    r2a, r2b = hierarchy.cluster_requests(a_l2, b_l2, c_m, c_n, mcast)
-    r2a = np.where(ops.on_chip_c, 1.0, r2a)
-    c_l2 = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
-    return np.where(ops.is_gemm, a_l2 * r2a + b_l2 * r2b, a_l2 + ops.b_bytes) + c_l2 + partial
+    once. Vector operators read their inputs and write their outputs once. (Numbers; flags 0 / 1.)"""
+    a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, visible)
+    r2a, r2b = hierarchy.cluster_requests_core(a_l2, b_l2, c_m, c_n, mcast)
+    return l2_request_total(a_l2, b_l2, r2a, r2b, b_bytes, c_bytes, is_gemm, on_chip_c, partial)
+
+
+@jit.rule
+def l2_operands(a_bytes, b_bytes, on_chip_a, visible):
+    """The A and B bytes whose panels the L2 serves (:func:`l2_request_bytes`)."""
+    return jit.where(on_chip_a > 0.5, 0.0, a_bytes), b_bytes * visible
+
+
+@jit.rule
+def l2_request_total(a_l2, b_l2, r2a, r2b, b_bytes, c_bytes, is_gemm, on_chip_c, partial):
+    """:func:`l2_request_bytes` from the panels' request counts."""
+    r2a = jit.where(on_chip_c > 0.5, 1.0, r2a)
+    c_l2 = jit.where(on_chip_c > 0.5, 0.0, c_bytes)
+    return jit.where(is_gemm > 0.5, a_l2 * r2a + b_l2 * r2b, a_l2 + b_bytes) + c_l2 + partial
+
+
+@jit.elementwise(11, 1)
+def _l2_request_gu(a_bytes, b_bytes, c_bytes, is_gemm, on_chip_a, on_chip_c, c_m, c_n, mcast, visible, partial, out):
+    out[0] = l2_request_bytes(a_bytes, b_bytes, c_bytes, is_gemm, on_chip_a, on_chip_c, c_m, c_n, mcast, visible,
+                              partial)
+
+
+@jit.rule
+def padded_gemm_flops(m, n, k, batch, im, inn, ik):
+    """FLOPs of a GEMM-like operator in whole instructions (seed 000 "Shape tails"). The kernel puts the
+    GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS libraries do for skinny
+    products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)."""
+    mn = np.minimum(_pad(m, im) * _pad(n, inn), _pad(n, im) * _pad(m, inn))
+    return 2.0 * mn * _pad(k, ik) * batch
 
 
 def _padded_gemm_flops(ops: OpTable, im, inn, ik):
-    """FLOPs of the GEMM-like operators in whole instructions (seed 000 "Shape tails"). The kernel puts the
-    GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS libraries do for skinny
-    products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)."""
-    mn = np.minimum(_pad(ops.m, im) * _pad(ops.n, inn), _pad(ops.n, im) * _pad(ops.m, inn))
-    return 2.0 * mn * _pad(ops.k, ik) * ops.batch
+    """:func:`padded_gemm_flops` of every operator of ``ops``."""
+    return padded_gemm_flops(ops.m, ops.n, ops.k, ops.batch, im, inn, ik)
 
 
 _GEMM_VIEWS: dict[int, "OpTable"] = {}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dse.model import jit
 from dse.model.tiling import ACCUMULATOR_BYTES, ceil_div_core
 
 __all__ = ["register_bytes_per_flop", "local_read_bytes", "level_time", "cluster_requests"]
@@ -51,6 +52,7 @@ def register_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES
     return (im * ik * elem_bytes + ik * inn * elem_bytes + 2.0 * im * inn * acc_bytes) / (2.0 * im * inn * ik)
 
 
+@jit.rule
 def local_read_bytes(tiles, k, tm, tn, rm, rn, a_elem_bytes, b_elem_bytes):
     """Bytes the matrix unit reads from the local buffer: tiles x K x (T_M ceil(T_N / R_N) e_A + T_N
     ceil(T_M / R_M) e_B), for a register tile R_M x R_N (see the module doc; e_A = 0 for an A operand that is
@@ -83,31 +85,27 @@ def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):
     panel requests one tile at a time, 4.83 GB with a cluster of 2 (one operand's requests halved).
     Arguments broadcast; ``cluster`` >= 1 (a whole number).
     """
-    c_m, c_n, cluster = (np.asarray(x, dtype=float) for x in (c_m, c_n, cluster))
-    top = int(np.max(cluster)) if cluster.size else 1
+    with jit.quiet():
+        return _cluster_requests_gu(a_bytes, b_bytes, c_m, c_n, cluster)
+
+
+@jit.rule
+def cluster_requests_core(a_bytes, b_bytes, c_m, c_n, cluster):
+    """:func:`cluster_requests` of one element (numbers; compiled inside kernels)."""
     c_n1, c_m1 = np.maximum(c_n, 1.0), np.maximum(c_m, 1.0)
-    r_a, r_b = np.broadcast_arrays(c_n1, c_m1)
-    if top <= 1:
-        return r_a, r_b
+    r_a, r_b = c_n1, c_m1
     best = a_bytes * r_a + b_bytes * r_b
-    r_a, r_b = np.array(r_a, dtype=float), np.array(r_b, dtype=float)
-    # one cluster size for every point (the usual case): the shapes' b are numbers, only shapes with b >= 1 tried
-    single = float(cluster.flat[0]) if cluster.size == 1 else None
-    for a in range(1, top + 1):
-        if single is not None:
-            b = float(np.floor(single / a))
-            if b < 1.0:
-                continue
-            ra, rb = ceil_div_core(c_n1, b), ceil_div_core(c_m1, float(a))
-            cost = a_bytes * ra + b_bytes * rb
-            better = cost < best
-        else:
-            b = np.floor(cluster / a)
-            ra = ceil_div_core(c_n1, np.maximum(b, 1.0))
-            rb = ceil_div_core(c_m1, float(a))
-            cost = a_bytes * ra + b_bytes * rb
-            better = (b >= 1) & (cost < best)
-        if better.any():
-            best = np.where(better, cost, best)
-            r_a, r_b = np.where(better, ra, r_a), np.where(better, rb, r_b)
+    for a in range(1, int(cluster) + 1):
+        b = np.floor(cluster / a)
+        if b < 1.0:
+            continue
+        ra, rb = ceil_div_core(c_n1, b), ceil_div_core(c_m1, float(a))
+        cost = a_bytes * ra + b_bytes * rb
+        if cost < best:
+            best, r_a, r_b = cost, ra, rb
     return r_a, r_b
+
+
+@jit.elementwise(5, 2)
+def _cluster_requests_gu(a_bytes, b_bytes, c_m, c_n, cluster, r_a, r_b):
+    r_a[0], r_b[0] = cluster_requests_core(a_bytes, b_bytes, c_m, c_n, cluster)

@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dse.errors import SpecError
+from dse.model import jit
 from dse.model.args import checked as _checked
 
 __all__ = [
@@ -89,6 +90,15 @@ def ceil_div_core(x, q):
     return np.ceil(np.divide(x, q))
 
 
+@jit.overload_numbers(ceil_div_core)
+def _ceil_div_numbers(x, q):
+    """:func:`ceil_div_core` in compiled kernels: its two branches by numba's argument types."""
+    if jit.is_integer(x) and jit.is_integer(q):
+        return lambda x, q: -(-x // q)
+    return lambda x, q: np.ceil(np.divide(x, q))
+
+
+@jit.rule
 def pad_core(x, q):
     """``ceil(x / q) q``, unchecked (see :func:`pad`)."""
     return ceil_div_core(x, q) * q
@@ -124,11 +134,13 @@ def pad(x, q):
 # ------------------------------------------------------------------ tiles and waves
 
 
+@jit.rule
 def output_tiles(m, n, tm, tn, batch=1):
     """Output tiles of a GEMM: ceil(M / T_M) ceil(N / T_N) batch (seed 004 §4.2.1); 0 for an empty one."""
     return ceil_div_core(m, tm) * ceil_div_core(n, tn) * batch
 
 
+@jit.rule
 def waves(work, units):
     """Waves of work items (output tiles x split-K) over compute units: ``ceil(work / units)`` (seed 004 §4.2.1)."""
     return ceil_div_core(work, units)
@@ -172,12 +184,16 @@ def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots
     b = 2 slots tk e (T = budget / b without an accumulator in the buffer). The default tiles of the
     evaluator round it down to the instruction tile.
     """
+    with jit.quiet():
+        return square_tile_core(budget_bytes, tk, elem_bytes, acc_bytes, slots)
+
+
+@jit.rule
+def square_tile_core(budget_bytes, tk, elem_bytes, acc_bytes, slots):
+    """:func:`square_tile`, unchecked (numbers or arrays; compiled inside kernels)."""
     b = 2.0 * slots * tk * elem_bytes
-    if np.all(np.asarray(acc_bytes) > 0):
-        return (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / (2.0 * acc_bytes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        quad = (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / np.where(acc_bytes > 0, 2.0 * acc_bytes, 1.0)
-    return np.where(np.asarray(acc_bytes) > 0, quad, budget_bytes / b)
+    quad = (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / jit.where(acc_bytes > 0, 2.0 * acc_bytes, 1.0)
+    return jit.where(acc_bytes > 0, quad, budget_bytes / b)
 
 
 # ------------------------------------------------------------------ traffic
@@ -202,12 +218,14 @@ def local_buffer_bytes(tiles, k, tm, tn, elem_bytes):
     return tiles * k * (tm + tn) * elem_bytes
 
 
+@jit.rule
 def l2_panel(l2_bytes, k, a_elem_bytes, b_elem_bytes):
     """Rows (columns) of an operand panel the L2 holds beside a panel of the other operand:
     max(floor(L2 / (2 K (e_a + e_b))), 1) (seed 004 §4.3.2: the cache holds both panels, double-buffered)."""
     return np.maximum(np.floor(l2_bytes / (2.0 * np.maximum(k, 1.0) * (a_elem_bytes + b_elem_bytes))), 1.0)
 
 
+@jit.rule
 def operand_reads(operand_bytes, extent, tile, panel, l2_bytes):
     """Times an operand is read from main memory (seed 004 §4.3.2, §4.4.1).
 
@@ -216,7 +234,7 @@ def operand_reads(operand_bytes, extent, tile, panel, l2_bytes):
     dimension (N for A, M for B), ``tile`` the output tile along it, ``panel`` the :func:`l2_panel`.
     Note ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2)): the CP-SAT tile model uses the right side.
     """
-    return np.where(operand_bytes > l2_bytes, ceil_div_core(extent, np.maximum(tile, panel)), 1.0)
+    return jit.where(operand_bytes > l2_bytes, ceil_div_core(extent, np.maximum(tile, panel)), 1.0)
 
 
 def block_span(l2_bytes, local_buffer_bytes):
@@ -227,9 +245,16 @@ def block_span(l2_bytes, local_buffer_bytes):
     (each unit's slices fit its own buffer). With no L2 every unit fetches its own operands (span 1: the
     per-tile rule); H100 (50 MB L2, 228 KiB shared memory per SM): 214, no limit for 132 SMs.
     """
-    l2, buf = np.asarray(l2_bytes, dtype=float), np.asarray(local_buffer_bytes, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        span = np.where(buf > 0, np.floor(l2 / np.where(buf > 0, buf, 1.0)), np.where(l2 > 0, np.inf, 1.0))
+    with jit.quiet():
+        return block_span_core(np.asarray(l2_bytes, dtype=float), np.asarray(local_buffer_bytes, dtype=float))
+
+
+@jit.rule
+def block_span_core(l2_bytes, local_buffer_bytes):
+    """:func:`block_span`, unchecked (numbers or arrays)."""
+    span = jit.where(local_buffer_bytes > 0,
+                     np.floor(l2_bytes / jit.where(local_buffer_bytes > 0, local_buffer_bytes, 1.0)),
+                     jit.where(l2_bytes > 0, np.inf, 1.0))
     return np.maximum(span, 1.0)
 
 
@@ -250,42 +275,41 @@ def block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=np.
     (U = 1): a = b = 1, r_A = min(c_N, cap_a), r_B = min(c_M, cap_b), the per-tile rule. Returns
     (r_A, r_B) as float arrays of the broadcast shape.
     """
-    a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span = (
-        np.asarray(x, dtype=float) for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span))
+    with jit.quiet():
+        return _block_reads_gu(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
+
+
+@jit.rule
+def block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span):
+    """:func:`block_reads` of one element (numbers; compiled inside kernels). The candidate heights: every
+    distinct ceil(c_M / r), r = 1..top directly and the values below ceil(c_M / top) as a itself. No block is
+    taller than a_max, so top = min(ceil(sqrt(c_M)), a_max) steps find the optimum however large M is (a batch of
+    2**53 rows took 154 s when the steps did not stop there, issue 21 item 6); the first of equal costs is kept."""
     u = np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0)  # output tiles in flight at once
     c_m, c_n = np.maximum(c_m, 1.0), np.maximum(c_n, 1.0)
     a_max = np.minimum(np.minimum(u, c_m), span)
     b_top = np.minimum(c_n, span)
     # one operand fits L2 (read once): the block runs the full width along the other one
-    r_a = np.where(cap_a > 1.0, np.minimum(np.ceil(c_n / np.minimum(u, b_top)), cap_a), 1.0)
-    r_b = np.where(cap_b > 1.0, np.minimum(np.ceil(c_m / a_max), cap_b), 1.0)
-    both = (cap_a > 1.0) & (cap_b > 1.0) & (u > 1.0)
-    if not both.any():
-        return np.broadcast_arrays(r_a, r_b)
-    shape = np.broadcast_shapes(*(x.shape for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)))
-    r_a, r_b = (np.array(np.broadcast_to(x, shape)) for x in (r_a, r_b))
-    idx = np.broadcast_to(both, shape)
-    A, B, cm, cn, uu, am, ca, cb, bt = (np.broadcast_to(x, shape)[idx] for x in
-                                        (a_bytes, b_bytes, c_m, c_n, u, a_max, cap_a, cap_b, b_top))
-    best = np.full(cm.shape, np.inf)
-    ba, bb = np.ones_like(cm), np.ones_like(cm)
-    # every distinct ceil(c_M / r): r = 1..top directly, and the values below ceil(c_M / top) as a itself. No
-    # block is taller than a_max, so r beyond max(a_max) adds no candidate (its ceil(c_M / r) is either clamped
-    # to a_max or a height r' <= max(a_max) already tried, first, at r = r'): the same optimum in at most
-    # max(a_max) steps however large M is (a batch of 2**53 rows took 154 s here, issue 21 item 6).
-    top = int(min(np.ceil(np.sqrt(cm.max())), am.max()))
-    for r in range(1, top + 1):
-        for a in (np.ceil(cm / r), np.full(cm.shape, float(r))):
-            a = np.minimum(a, am)
-            b = np.minimum(np.floor(uu / a), bt)
-            ra = np.minimum(np.ceil(cn / b), ca)
-            rb = np.minimum(np.ceil(cm / a), cb)
-            cost = A * ra + B * rb
-            better = cost < best
-            best = np.where(better, cost, best)
-            ba, bb = np.where(better, ra, ba), np.where(better, rb, bb)
-    r_a[idx], r_b[idx] = ba, bb
+    r_a = jit.where(cap_a > 1.0, np.minimum(np.ceil(c_n / np.minimum(u, b_top)), cap_a), 1.0)
+    r_b = jit.where(cap_b > 1.0, np.minimum(np.ceil(c_m / a_max), cap_b), 1.0)
+    if not ((cap_a > 1.0) & (cap_b > 1.0) & (u > 1.0)):
+        return r_a, r_b
+    best, r_a, r_b = np.inf, 1.0, 1.0
+    for r in range(1, int(np.minimum(np.ceil(np.sqrt(c_m)), a_max)) + 1):
+        for i in range(2):
+            a = np.minimum(np.ceil(c_m / r) if i == 0 else float(r), a_max)
+            b = np.minimum(np.floor(u / a), b_top)
+            ra = np.minimum(np.ceil(c_n / b), cap_a)
+            rb = np.minimum(np.ceil(c_m / a), cap_b)
+            cost = a_bytes * ra + b_bytes * rb
+            if cost < best:
+                best, r_a, r_b = cost, ra, rb
     return r_a, r_b
+
+
+@jit.elementwise(9, 2)
+def _block_reads_gu(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, r_a, r_b):
+    r_a[0], r_b[0] = block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
 
 
 def resident_panels(tm, tn, k, ik, a_elem_bytes, b_elem_bytes, acc_bytes, local_buffer_bytes):
@@ -318,23 +342,32 @@ def resident_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=
     tpu_like at M = 256 (one unit, c_M = 1, c_N = 16): the block rule reads the 1 MiB input 16 times, the
     resident input once: 16 MiB + 1 MiB + 1 MiB of output = 18.9 MB. Returns (r_A, r_B) as float arrays.
     """
-    r_a, r_b = block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
-    keep_a, keep_b = np.asarray(keep_a, dtype=bool), np.asarray(keep_b, dtype=bool)
-    if not (keep_a.any() or keep_b.any()):
-        return r_a, r_b
-    a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span = (
-        np.asarray(x, dtype=float) for x in (a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span))
+    with jit.quiet():
+        return _resident_reads_gu(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, keep_a, keep_b)
+
+
+@jit.rule
+def resident_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, keep_a, keep_b):
+    """:func:`resident_reads` of one element (numbers; ``keep_a`` / ``keep_b`` 1 / 0)."""
+    r_a, r_b = block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
     group = np.minimum(np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0), span)  # panels in flight
     best = a_bytes * r_a + b_bytes * r_b
-    for keep, ra, rb in (
-            (keep_a, 1.0, np.where(cap_b > 1.0, np.minimum(np.ceil(np.maximum(c_m, 1.0) / group), cap_b), 1.0)),
-            (keep_b, np.where(cap_a > 1.0, np.minimum(np.ceil(np.maximum(c_n, 1.0) / group), cap_a), 1.0), 1.0)):
-        cost = a_bytes * ra + b_bytes * rb
-        take = keep & (cost < best)
-        if take.any():
-            best = np.where(take, cost, best)
-            r_a, r_b = np.where(take, ra, r_a), np.where(take, rb, r_b)
+    if keep_a > 0.5:
+        rb = jit.where(cap_b > 1.0, np.minimum(np.ceil(np.maximum(c_m, 1.0) / group), cap_b), 1.0)
+        cost = a_bytes * 1.0 + b_bytes * rb
+        if cost < best:
+            best, r_a, r_b = cost, 1.0, rb
+    if keep_b > 0.5:
+        ra = jit.where(cap_a > 1.0, np.minimum(np.ceil(np.maximum(c_n, 1.0) / group), cap_a), 1.0)
+        cost = a_bytes * ra + b_bytes * 1.0
+        if cost < best:
+            r_a, r_b = ra, 1.0
     return r_a, r_b
+
+
+@jit.elementwise(11, 2)
+def _resident_reads_gu(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, keep_a, keep_b, r_a, r_b):
+    r_a[0], r_b[0] = resident_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, keep_a, keep_b)
 
 
 def cache_reads(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
@@ -353,18 +386,36 @@ def cache_reads(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n,
         block (every unit) with the cache's capacity; what the L2s miss beyond that is served by the cache.
     ``a_read_bytes``: A's bytes in the block cost (0 for an A operand that stays on chip), default ``a_bytes``.
     """
+    with jit.quiet():
+        return _cache_reads_gu(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
+                               local_buffer_bytes, keep_a, keep_b, a_bytes if a_read_bytes is None else a_read_bytes)
+
+
+@jit.rule
+def cache_reads_core(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
+                     local_buffer_bytes, keep_a, keep_b, a_read_bytes):
+    """:func:`cache_reads` of one element (numbers; compiled inside kernels)."""
     t2 = l2_panel(capacity, k, a_elem_bytes, b_elem_bytes)
-    return resident_reads(a_bytes if a_read_bytes is None else a_read_bytes, b_bytes, c_m, c_n, units, split,
-                          operand_reads(a_bytes, n, 1.0, t2, capacity), operand_reads(b_bytes, m, 1.0, t2, capacity),
-                          block_span(capacity, local_buffer_bytes), keep_a, keep_b)
+    return resident_reads_core(a_read_bytes, b_bytes, c_m, c_n, units, split,
+                               operand_reads(a_bytes, n, 1.0, t2, capacity), operand_reads(b_bytes, m, 1.0, t2, capacity),
+                               block_span_core(capacity, local_buffer_bytes), keep_a, keep_b)
 
 
+@jit.elementwise(16, 2)
+def _cache_reads_gu(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
+                    local_buffer_bytes, keep_a, keep_b, a_read_bytes, r_a, r_b):
+    r_a[0], r_b[0] = cache_reads_core(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split,
+                                      capacity, local_buffer_bytes, keep_a, keep_b, a_read_bytes)
+
+
+@jit.rule
 def partial_sum_bytes(m, n, batch, split):
     """Extra bytes of split-K: (split - 1) FP32 partial outputs written and read back,
     (s - 1) x M N batch x 4 B x 2 (seed 004 §4.4.2); 0 without a split."""
     return (split - 1) * (m * n * batch * (ACCUMULATOR_BYTES * 2.0))
 
 
+@jit.rule
 def partial_sum_splits(capacity_bytes, m, n, batch):
     """The largest split-K whose partial sums fit ``capacity_bytes`` on chip:
     1 + floor(capacity / (M N batch x 4 B x 2)) (seed 004 §4.4.2; :func:`partial_sum_bytes` <= capacity)."""
