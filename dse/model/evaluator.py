@@ -355,7 +355,7 @@ def padded_gemm_flops(m, n, k, batch, im, inn, ik):
     """FLOPs of a GEMM-like operator in whole instructions (seed 000 "Shape tails"). The kernel puts the
     GEMM's smaller side where the instruction tile is narrower (C^T = B^T A^T, as BLAS libraries do for skinny
     products: a 1-row decode GEMM pads to n = 8 rows, not m = 64, on Hopper)."""
-    mn = np.minimum(_pad(m, im) * _pad(n, inn), _pad(n, im) * _pad(m, inn))
+    mn = jit.minimum(_pad(m, im) * _pad(n, inn), _pad(n, im) * _pad(m, inn))
     return 2.0 * mn * _pad(k, ik) * batch
 
 
@@ -364,138 +364,148 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
     return padded_gemm_flops(ops.m, ops.n, ops.k, ops.batch, im, inn, ik)
 
 
-_GEMM_VIEWS: dict[int, "OpTable"] = {}
-
-
-def _gemm_view(ops: OpTable) -> OpTable:
-    """The op table restricted to its GEMM-like operators (the default tiles' level comparison runs on them)."""
-    view = _GEMM_VIEWS.get(id(ops))
-    if view is None or view.names != tuple(ops.names[i] for i in ops.gemm_cols):
-        cols = ops.gemm_cols
-        arrays = {f.name: getattr(ops, f.name)[cols] for f in dataclasses.fields(ops)
-                  if isinstance(getattr(ops, f.name), np.ndarray) and f.name != "gemm_cols"}
-        tuples = {f: tuple(getattr(ops, f)[i] for i in cols) for f in ("names", "kinds", "formats", "rate_keys")}
-        view = dataclasses.replace(ops, **arrays, **tuples, gemm_cols=np.arange(cols.size), causal_ops=(),
-                                   attn_groups=())
-        _GEMM_VIEWS[id(ops)] = view
-    return view
-
-
-def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels=None):
-    """Default tiles from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`. ``levels``: the
-    matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the candidate
-    tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M (0:
-    systolic), R_N, multicast); None compares their matrix times alone."""
-    tk = 4 * ik
-    buf = np.maximum(buf, 16 * 1024)
-    # the largest square tile whose double-buffered working set (the wider operand's element size, an FP32
-    # accumulator) fills the buffer, in whole instruction tiles
-    t = tiling.square_tile(buf, tk, ops.emax)
-    q = np.maximum(im, inn)
-    t = np.clip(np.floor(t / q) * q, q, 256)
-    tm = np.minimum(t, _pad(np.maximum(ops.m, 1), im))
-    tn = np.minimum(t, _pad(np.maximum(ops.n, 1), inn))
-    tiles = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)
-    ksteps = np.maximum(tiling.ceil_div_core(ops.k, tk), 1)
-    # no more splits than the L2 holds partial sums for
-    fits = tiling.partial_sum_splits(l2, ops.m, ops.n, ops.batch)
-    split = np.clip(np.floor(units / np.maximum(tiles, 1)), 1, np.minimum(ksteps, fits))
-    # a grid too small for the units even after split-K: smaller output tiles spread the work. Both tilings
-    # are kept as candidates and the one with the shorter matrix time wins, so adding units never slows an
-    # operator down (for a fixed tile, waves = ceil(work / units) only falls as units grow)
-    if levels is not None:
-        if ops.gemm_cols.size == 0:
-            return tm, tn, tk, split
-        # with the on-chip levels, on the GEMM-like operators (the others have no tiles)
-        cols = ops.gemm_cols
-        shape = np.broadcast_shapes(np.shape(tm), np.shape(tn), np.shape(split), np.shape(t),
-                                    (max([1] + [np.shape(x)[0] for x in levels if np.ndim(x) == 2]), 1))
-        full = [np.array(np.broadcast_to(x, shape)) for x in (tm, tn, split)]
-        sub = _gemm_view(ops)
-        lv = tuple(np.broadcast_to(x, np.broadcast_shapes(np.shape(x), (1, len(ops.names))))[:, cols]
-                   if np.ndim(x) == 2 and np.shape(x)[1] == len(ops.names) else x for x in levels)
-        tms, tns, sps = _tiles_by_levels(im, inn, ik, units, sub, lv, np.broadcast_to(t, shape)[:, cols],
-                                         q, *(x[:, cols] for x in full),
-                                         np.broadcast_to(np.minimum(ksteps, fits), shape)[:, cols])
-        for x, y in zip(full, (tms, tns, sps)):
-            x[:, cols] = y
-        return full[0], full[1], tk, full[2]
-    short = tiles * split < units
-    if np.any(short):
-        t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
-        t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
-        tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
-        tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
-        tiles2 = tiling.output_tiles(ops.m, ops.n, tm2, tn2, ops.batch)
-        split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, np.minimum(ksteps, fits))
-
-        def matrix_time(tm_, tn_, tiles_, split_):  # waves x (work per tile per split), up to a common factor
-            return tiling.waves(tiles_ * split_, units) * tm_ * tn_ / split_
-
-        better = short & (matrix_time(tm2, tn2, tiles2, split2) < matrix_time(tm, tn, tiles, split))
-        tm, tn, split = np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
-    return tm, tn, tk, split
-
-
-def _tiles_by_levels(im, inn, ik, units, ops: OpTable, levels, t, q, tm, tn, split, split_cap):
-    """The default tiles' small-grid choice on the matrix and the on-chip levels (see :func:`_tiles`): the
-    square tile or the smaller one that spreads the grid over the units, each with its best split-K."""
+def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
+    """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
+    ``levels``: the matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the
+    candidate tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M
+    (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
-    tiles = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)
-    pad_flops = _padded_gemm_flops(ops, im, inn, ik)
-    k = np.maximum(ops.k, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(l2_rate > 0, tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, 2.0)
-                     / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+    rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast, unit_rate))
+    O = len(ops.names)
+    point = np.empty((11, rows))  # (the kernel's loops run along the points: one contiguous row per input)
+    for j, x in enumerate((im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)):
+        point[j] = np.broadcast_to(x, (rows, 1))[:, 0]
+    op = np.empty((O, 13))
+    for j, x in enumerate((ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.a_bytes,
+                           ops.b_bytes, ops.c_bytes, ops.on_chip_a, ops.on_chip_c)):
+        op[:, j] = x
+    rate = np.ascontiguousarray(np.broadcast_to(unit_rate, (rows, O)).T)
+    with jit.quiet():
+        tm, tn, split = _default_tiles_kernel(point, op, rate)
+    return tm.T, tn.T, 4 * ik, split.T
 
-    def level_parts(tm_, tn_, tiles_):  # at s = 1: (the matrix and local-buffer time, the L2 time), in s
-        waves = tiling.waves(tiles_, units)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_ = waves * pad_flops / np.maximum(tiles_, 1.0) / unit_rate  # (the evaluator's padded FLOPs)
-            reads = hierarchy.local_read_bytes(1.0, k, tm_, tn_, np.where(rm > 0, np.maximum(rm, im), tm_),
-                                               np.maximum(rn, inn), ops.ea, ops.eb)
-            t_ = np.maximum(t_, np.where(loc_rate > 0, waves * reads / loc_rate, 0.0))
-            cm, cn = tiling.ceil_div_core(ops.m, tm_), tiling.ceil_div_core(ops.n, tn_)
-            l2b = _l2_request_bytes(ops, cm, cn, mcast, 1.0, 0.0)
-            t2 = np.where(l2_rate > 0, l2b / np.where(l2_rate > 0, l2_rate, 1.0), 0.0)
-        return np.where(np.isfinite(t_), t_, np.inf), t2
 
-    def best_split(tm_, tn_, tiles_, split_):
-        """(split, time): the partial sums of each extra split go through the L2 (dse.model.hierarchy). With
-        s <= floor(units / tiles) the work is one wave, so the matrix and local-buffer time is D_1 / s and the
-        L2's L_0 + P (s - 1) (D_1, L_0 at s = 1; P one split's partial sums): past the split where they meet,
-        more splits are slower. The best of filling the units and the two whole splits around that crossing
-        (which does not depend on the units, so more units are never slower)."""
-        d1, l0 = level_parts(tm_, tn_, tiles_)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            def time(s_):
-                return np.maximum(d1 / s_, l0 + p * (s_ - 1.0))
+@jit.rule
+def tile_candidates(im, inn, ik, buf, units, l2, m, n, k, batch, emax):
+    """The default tiles' two candidates for one operator on one point (numbers or arrays; the rule:
+    :func:`default_tiles`): (T_M, T_N, split) of the largest square tile of whole instruction tiles whose
+    double-buffered working set (the wider operand's element size, an FP32 accumulator; T_K = 4 instruction
+    k-steps) fills the buffer, clamped to the padded operator, with split-K spreading a too-small grid over the
+    units no further than the L2 (``l2``) holds partial sums; and the same for the smaller square tile that
+    spreads the grid over the units."""
+    tk = 4.0 * ik
+    t = tiling.square_tile_core(jit.maximum(buf, 16.0 * 1024.0), tk, emax, tiling.ACCUMULATOR_BYTES, 2.0)
+    q = jit.maximum(im, inn)
+    t = jit.minimum(jit.maximum(np.floor(t / q) * q, q), 256.0)
+    tm = jit.minimum(t, _pad(jit.maximum(m, 1.0), im))
+    tn = jit.minimum(t, _pad(jit.maximum(n, 1.0), inn))
+    cap = jit.minimum(jit.maximum(ceil_div_core(k, tk), 1.0), tiling.partial_sum_splits(l2, m, n, batch))
+    split = jit.minimum(jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm, tn, batch), 1.0)), 1.0),
+                        cap)
+    t_par = np.sqrt(jit.maximum(_pad(m, im) * _pad(n, inn) * batch, 1.0) / units)
+    t2 = jit.minimum(t, jit.maximum(np.floor(t_par / q) * q, q))
+    tm2 = jit.minimum(t2, _pad(jit.maximum(m, 1.0), im))
+    tn2 = jit.minimum(t2, _pad(jit.maximum(n, 1.0), inn))
+    split2 = jit.minimum(
+        jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm2, tn2, batch), 1.0)), 1.0), cap)
+    return tm, tn, split, tm2, tn2, split2
 
-            best, best_t = split_, time(split_)
-            if np.any(split_ > 1):
-                sx = np.where(p > 0, (-(l0 - p) + np.sqrt((l0 - p) ** 2 + 4.0 * p * d1)) / (2.0 * p), np.inf)
-                for cand in (np.floor(sx), np.ceil(sx)):
-                    cand = np.clip(np.where(np.isfinite(cand), cand, split_), 1.0, split_)
-                    t_c = time(cand)
-                    take = t_c < best_t
-                    best, best_t = np.where(take, cand, best), np.where(take, t_c, best_t)
-        return best, best_t
 
+@jit.rule
+def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im, inn, ik, m, n, k, batch, ea, eb,
+                a_l2, b_l2, b_bytes, c_bytes, on_chip_c, unit_rate, l2_rate, loc_rate, rm, rn):
+    """(T_M, T_N, split) of a GEMM-like operator from its two :func:`tile_candidates`, given each one's L2 requests
+    per operand (``r2a``, ``r2b``: :func:`dse.model.hierarchy.cluster_requests_core` of :func:`l2_operands`).
+
+    Each candidate with its best split-K (:func:`_best_split`), on the matrix and the on-chip levels' times; the
+    smaller tile only where the square tile's grid is smaller than the units, and only where it is faster (so
+    adding units never slows an operator down: for a fixed tile, waves = ceil(work / units) only falls)."""
+    pad_flops = padded_gemm_flops(m, n, k, batch, im, inn, ik)
+    p = jit.where(l2_rate > 0, tiling.partial_sum_bytes(m, n, batch, 2.0) / jit.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+    k1 = jit.maximum(k, 1.0)
+    tiles = tiling.output_tiles(m, n, tm, tn, batch)
+    tiles2 = tiling.output_tiles(m, n, tm2, tn2, batch)
+    d1, l0 = _tile_time(tm, tn, tiles, r2a, r2b, units, pad_flops, unit_rate, loc_rate, l2_rate, k1, im, inn, rm, rn,
+                        ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c)
+    s1, t1 = _best_split(d1, l0, p, split)
+    d2, l02 = _tile_time(tm2, tn2, tiles2, r2a2, r2b2, units, pad_flops, unit_rate, loc_rate, l2_rate, k1, im, inn,
+                         rm, rn, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c)
+    s2, t2 = _best_split(d2, l02, p, split2)
     # (split-K's partial sums cost L2 time: a grid smaller than the units compares the smaller tiles even where
     # split-K fills the units)
-    short = tiles < units
-    if not np.any(short):
-        return tm, tn, best_split(tm, tn, tiles, split)[0]
-    t_par = np.sqrt(np.maximum(_pad(ops.m, im) * _pad(ops.n, inn) * ops.batch, 1.0) / units)
-    t2 = np.minimum(t, np.maximum(np.floor(t_par / q) * q, q))
-    tm2 = np.minimum(t2, _pad(np.maximum(ops.m, 1), im))
-    tn2 = np.minimum(t2, _pad(np.maximum(ops.n, 1), inn))
-    tiles2 = tiling.output_tiles(ops.m, ops.n, tm2, tn2, ops.batch)
-    split2 = np.clip(np.floor(units / np.maximum(tiles2, 1)), 1, split_cap)
-    split, t1 = best_split(tm, tn, tiles, split)
-    split2, t2_ = best_split(tm2, tn2, tiles2, split2)
-    better = short & (t2_ < t1)
-    return np.where(better, tm2, tm), np.where(better, tn2, tn), np.where(better, split2, split)
+    take = (tiles < units) & (t2 < t1)
+    return jit.where(take, tm2, tm), jit.where(take, tn2, tn), jit.where(take, s2, s1)
+
+
+@jit.rule
+def _tile_time(tm, tn, tiles, r2a, r2b, units, pad_flops, unit_rate, loc_rate, l2_rate, k, im, inn, rm, rn, ea, eb,
+               a_l2, b_l2, b_bytes, c_bytes, on_chip_c):
+    """A GEMM tiling's (matrix and local-buffer time, L2 time) at split 1, in s: the waves of the evaluator's padded
+    FLOPs at the unit rate, the local buffer's reads by register tile, the L2's panel requests."""
+    waves = tiling.waves(tiles, units)
+    t = waves * pad_flops / jit.maximum(tiles, 1.0) / unit_rate
+    reads = hierarchy.local_read_bytes(1.0, k, tm, tn, jit.where(rm > 0, jit.maximum(rm, im), tm),
+                                       jit.maximum(rn, inn), ea, eb)
+    t = jit.maximum(t, jit.where(loc_rate > 0, waves * reads / loc_rate, 0.0))
+    l2b = l2_request_total(a_l2, b_l2, r2a, r2b, b_bytes, c_bytes, 1.0, on_chip_c, 0.0)
+    t2 = jit.where(l2_rate > 0, l2b / jit.where(l2_rate > 0, l2_rate, 1.0), 0.0)
+    return jit.where(np.isfinite(t), t, np.inf), t2
+
+
+@jit.rule
+def _best_split(d1, l0, p, split):
+    """(split, time) of a tiling whose time at split 1 is D_1 on the units and L_0 on the L2: the partial sums of
+    each extra split go through the L2 (dse.model.hierarchy), so with s <= floor(units / tiles) (one wave) the
+    time is max(D_1 / s, L_0 + P (s - 1)), P one split's partial sums: past the split where the two meet, more
+    splits are slower. The best of filling the units and the two whole splits around that crossing (which does
+    not depend on the units, so more units are never slower)."""
+    best, best_t = split, jit.maximum(d1 / split, l0 + p * (split - 1.0))
+    sx = jit.where(p > 0, (-(l0 - p) + np.sqrt((l0 - p) * (l0 - p) + 4.0 * p * d1)) / (2.0 * p), np.inf)
+    cand = np.floor(sx)
+    cand = jit.minimum(jit.maximum(jit.where(np.isfinite(cand), cand, split), 1.0), split)
+    t_c = jit.maximum(d1 / cand, l0 + p * (cand - 1.0))
+    take = t_c < best_t
+    best, best_t = jit.where(take, cand, best), jit.where(take, t_c, best_t)
+    cand = np.ceil(sx)
+    cand = jit.minimum(jit.maximum(jit.where(np.isfinite(cand), cand, split), 1.0), split)
+    t_c = jit.maximum(d1 / cand, l0 + p * (cand - 1.0))
+    take = t_c < best_t
+    return jit.where(take, cand, best), jit.where(take, t_c, best_t)
+
+
+@jit.kernel
+def _default_tiles_kernel(point, op, unit_rate):
+    """(T_M, T_N, split), each (O, rows), of every operator (``op``: its 13 columns in the order of :func:`_tiles`)
+    on every point (``point``: 11 rows of inputs, one value per point). Per operator: the candidates in one pass
+    over the points, the L2 requests of a GEMM-like operator's candidates (a loop over the cluster's shapes per
+    point), then the choice in a second pass; the two passes have no branch, so they run on the vector lanes."""
+    O, rows = unit_rate.shape
+    tm, tn, split = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
+    tm2, tn2, split2 = np.empty(rows), np.empty(rows), np.empty(rows)
+    r2a, r2b, r2a2, r2b2 = np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows)
+    im, inn, ik, buf, units, l2 = point[0], point[1], point[2], point[3], point[4], point[5]
+    l2_rate, loc_rate, rm, rn, mcast = point[6], point[7], point[8], point[9], point[10]
+    for o in range(O):
+        m, n, k, batch, emax, ea, eb, is_gemm, a_bytes, b_bytes, c_bytes, on_chip_a, on_chip_c = op[o]
+        tm_o, tn_o, split_o = tm[o], tn[o], split[o]
+        for r in range(rows):
+            tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
+                im[r], inn[r], ik[r], buf[r], units[r], l2[r], m, n, k, batch, emax)
+        if is_gemm < 0.5:
+            continue
+        a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
+        for r in range(rows):
+            r2a[r], r2b[r] = hierarchy.cluster_requests_core(a_l2, b_l2, ceil_div_core(m, tm_o[r]),
+                                                             ceil_div_core(n, tn_o[r]), mcast[r])
+            r2a2[r], r2b2[r] = hierarchy.cluster_requests_core(a_l2, b_l2, ceil_div_core(m, tm2[r]),
+                                                               ceil_div_core(n, tn2[r]), mcast[r])
+        rate_o = unit_rate[o]
+        for r in range(rows):
+            tm_o[r], tn_o[r], split_o[r] = choose_tile(
+                tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r], r2a[r], r2b[r], r2a2[r], r2b2[r], units[r],
+                im[r], inn[r], ik[r], m, n, k, batch, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c, rate_o[r],
+                l2_rate[r], loc_rate[r], rm[r], rn[r])
+    return tm, tn, split
 
 
 def default_tiles(chips: Chips, ops: OpTable):

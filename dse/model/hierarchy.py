@@ -89,10 +89,10 @@ def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):
         return _cluster_requests_gu(a_bytes, b_bytes, c_m, c_n, cluster)
 
 
-@jit.rule
+@jit.rule(loops=True)
 def cluster_requests_core(a_bytes, b_bytes, c_m, c_n, cluster):
     """:func:`cluster_requests` of one element (numbers; compiled inside kernels)."""
-    c_n1, c_m1 = np.maximum(c_n, 1.0), np.maximum(c_m, 1.0)
+    c_n1, c_m1 = jit.maximum(c_n, 1.0), jit.maximum(c_m, 1.0)
     r_a, r_b = c_n1, c_m1
     best = a_bytes * r_a + b_bytes * r_b
     for a in range(1, int(cluster) + 1):

@@ -46,7 +46,7 @@ MIN_CLOCK_RATIO = 0.05
 @jit.rule
 def voltage_at(ratio_to_rated, v_min, v_nominal, v_threshold):
     """Supply voltage (V) for a clock of ``ratio_to_rated`` x the rated clock: max(V_min, V_th + (V_nom - V_th) r)."""
-    return np.maximum(v_min, v_threshold + (v_nominal - v_threshold) * ratio_to_rated)
+    return jit.maximum(v_min, v_threshold + (v_nominal - v_threshold) * ratio_to_rated)
 
 
 @jit.rule
@@ -178,8 +178,8 @@ def operator_power_core(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s,
     ``scaling`` 1 / 0): numbers in kernels, arrays in Python."""
     v = jit.where(scaling > 0.5, voltage_at(r * d, v_min, v_nom, v_th), v1)
     x = v / v1
-    p_mem = jit.where(e_mem_j > 0, e_mem_j / np.maximum(t_clocked_s / r, t_memory_s), 0.0)
-    p_comp = jit.where(e_comp_j > 0, e_comp_j * x * x / np.maximum(t_busy_s / r, t_memory_s), 0.0)
+    p_mem = jit.where(e_mem_j > 0, e_mem_j / jit.maximum(t_clocked_s / r, t_memory_s), 0.0)
+    p_comp = jit.where(e_comp_j > 0, e_comp_j * x * x / jit.maximum(t_busy_s / r, t_memory_s), 0.0)
     fixed = leak_w * leakage_scale(v, v_nom) + clock_w * d * r * dynamic_energy_scale(v, v_nom)
     return fixed + p_mem + p_comp
 

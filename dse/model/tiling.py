@@ -222,7 +222,7 @@ def local_buffer_bytes(tiles, k, tm, tn, elem_bytes):
 def l2_panel(l2_bytes, k, a_elem_bytes, b_elem_bytes):
     """Rows (columns) of an operand panel the L2 holds beside a panel of the other operand:
     max(floor(L2 / (2 K (e_a + e_b))), 1) (seed 004 §4.3.2: the cache holds both panels, double-buffered)."""
-    return np.maximum(np.floor(l2_bytes / (2.0 * np.maximum(k, 1.0) * (a_elem_bytes + b_elem_bytes))), 1.0)
+    return jit.maximum(np.floor(l2_bytes / (2.0 * jit.maximum(k, 1.0) * (a_elem_bytes + b_elem_bytes))), 1.0)
 
 
 @jit.rule
@@ -234,7 +234,7 @@ def operand_reads(operand_bytes, extent, tile, panel, l2_bytes):
     dimension (N for A, M for B), ``tile`` the output tile along it, ``panel`` the :func:`l2_panel`.
     Note ceil(X / max(T, t_2)) = min(ceil(X / T), ceil(X / t_2)): the CP-SAT tile model uses the right side.
     """
-    return jit.where(operand_bytes > l2_bytes, ceil_div_core(extent, np.maximum(tile, panel)), 1.0)
+    return jit.where(operand_bytes > l2_bytes, ceil_div_core(extent, jit.maximum(tile, panel)), 1.0)
 
 
 def block_span(l2_bytes, local_buffer_bytes):
@@ -255,7 +255,7 @@ def block_span_core(l2_bytes, local_buffer_bytes):
     span = jit.where(local_buffer_bytes > 0,
                      np.floor(l2_bytes / jit.where(local_buffer_bytes > 0, local_buffer_bytes, 1.0)),
                      jit.where(l2_bytes > 0, np.inf, 1.0))
-    return np.maximum(span, 1.0)
+    return jit.maximum(span, 1.0)
 
 
 def block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=np.inf):
@@ -285,22 +285,22 @@ def block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, spa
     distinct ceil(c_M / r), r = 1..top directly and the values below ceil(c_M / top) as a itself. No block is
     taller than a_max, so top = min(ceil(sqrt(c_M)), a_max) steps find the optimum however large M is (a batch of
     2**53 rows took 154 s when the steps did not stop there, issue 21 item 6); the first of equal costs is kept."""
-    u = np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0)  # output tiles in flight at once
-    c_m, c_n = np.maximum(c_m, 1.0), np.maximum(c_n, 1.0)
-    a_max = np.minimum(np.minimum(u, c_m), span)
-    b_top = np.minimum(c_n, span)
+    u = jit.maximum(np.floor(units / jit.maximum(split, 1.0)), 1.0)  # output tiles in flight at once
+    c_m, c_n = jit.maximum(c_m, 1.0), jit.maximum(c_n, 1.0)
+    a_max = jit.minimum(jit.minimum(u, c_m), span)
+    b_top = jit.minimum(c_n, span)
     # one operand fits L2 (read once): the block runs the full width along the other one
-    r_a = jit.where(cap_a > 1.0, np.minimum(np.ceil(c_n / np.minimum(u, b_top)), cap_a), 1.0)
-    r_b = jit.where(cap_b > 1.0, np.minimum(np.ceil(c_m / a_max), cap_b), 1.0)
+    r_a = jit.where(cap_a > 1.0, jit.minimum(np.ceil(c_n / jit.minimum(u, b_top)), cap_a), 1.0)
+    r_b = jit.where(cap_b > 1.0, jit.minimum(np.ceil(c_m / a_max), cap_b), 1.0)
     if not ((cap_a > 1.0) & (cap_b > 1.0) & (u > 1.0)):
         return r_a, r_b
     best, r_a, r_b = np.inf, 1.0, 1.0
-    for r in range(1, int(np.minimum(np.ceil(np.sqrt(c_m)), a_max)) + 1):
+    for r in range(1, int(jit.minimum(np.ceil(np.sqrt(c_m)), a_max)) + 1):
         for i in range(2):
-            a = np.minimum(np.ceil(c_m / r) if i == 0 else float(r), a_max)
-            b = np.minimum(np.floor(u / a), b_top)
-            ra = np.minimum(np.ceil(c_n / b), cap_a)
-            rb = np.minimum(np.ceil(c_m / a), cap_b)
+            a = jit.minimum(np.ceil(c_m / r) if i == 0 else float(r), a_max)
+            b = jit.minimum(np.floor(u / a), b_top)
+            ra = jit.minimum(np.ceil(c_n / b), cap_a)
+            rb = jit.minimum(np.ceil(c_m / a), cap_b)
             cost = a_bytes * ra + b_bytes * rb
             if cost < best:
                 best, r_a, r_b = cost, ra, rb
@@ -350,15 +350,15 @@ def resident_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span=
 def resident_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span, keep_a, keep_b):
     """:func:`resident_reads` of one element (numbers; ``keep_a`` / ``keep_b`` 1 / 0)."""
     r_a, r_b = block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
-    group = np.minimum(np.maximum(np.floor(units / np.maximum(split, 1.0)), 1.0), span)  # panels in flight
+    group = jit.minimum(jit.maximum(np.floor(units / jit.maximum(split, 1.0)), 1.0), span)  # panels in flight
     best = a_bytes * r_a + b_bytes * r_b
     if keep_a > 0.5:
-        rb = jit.where(cap_b > 1.0, np.minimum(np.ceil(np.maximum(c_m, 1.0) / group), cap_b), 1.0)
+        rb = jit.where(cap_b > 1.0, jit.minimum(np.ceil(jit.maximum(c_m, 1.0) / group), cap_b), 1.0)
         cost = a_bytes * 1.0 + b_bytes * rb
         if cost < best:
             best, r_a, r_b = cost, 1.0, rb
     if keep_b > 0.5:
-        ra = jit.where(cap_a > 1.0, np.minimum(np.ceil(np.maximum(c_n, 1.0) / group), cap_a), 1.0)
+        ra = jit.where(cap_a > 1.0, jit.minimum(np.ceil(jit.maximum(c_n, 1.0) / group), cap_a), 1.0)
         cost = a_bytes * ra + b_bytes * 1.0
         if cost < best:
             r_a, r_b = ra, 1.0
@@ -419,7 +419,7 @@ def partial_sum_bytes(m, n, batch, split):
 def partial_sum_splits(capacity_bytes, m, n, batch):
     """The largest split-K whose partial sums fit ``capacity_bytes`` on chip:
     1 + floor(capacity / (M N batch x 4 B x 2)) (seed 004 §4.4.2; :func:`partial_sum_bytes` <= capacity)."""
-    return 1.0 + np.floor(capacity_bytes / np.maximum(m * n * batch * (ACCUMULATOR_BYTES * 2.0), 1.0))
+    return 1.0 + np.floor(capacity_bytes / jit.maximum(m * n * batch * (ACCUMULATOR_BYTES * 2.0), 1.0))
 
 
 # ------------------------------------------------------------------ layout and residency (checked: report inputs)
