@@ -326,7 +326,9 @@ def l2_request_bytes(a_bytes, b_bytes, c_bytes, is_gemm, on_chip_a, on_chip_c, c
     in the local buffer over the whole key loop (FlashAttention, Dao et al. 2022): QK's A operand is requested
     once. Vector operators read their inputs and write their outputs once. (Numbers; flags 0 / 1.)"""
     a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, visible)
-    r2a, r2b = hierarchy.cluster_requests_core(a_l2, b_l2, c_m, c_n, mcast)
+    r2a, r2b = 1.0, 1.0  # (a vector operator has no panels: its inputs once)
+    if is_gemm > 0.5:
+        r2a, r2b = hierarchy.cluster_requests_core(a_l2, b_l2, c_m, c_n, mcast)
     return l2_request_total(a_l2, b_l2, r2a, r2b, b_bytes, c_bytes, is_gemm, on_chip_c, partial)
 
 
@@ -382,7 +384,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     rate = np.ascontiguousarray(np.broadcast_to(unit_rate, (rows, O)).T)
     with jit.quiet():
         tm, tn, split = _default_tiles_kernel(point, op, rate)
-    return tm.T, tn.T, 4 * ik, split.T
+    return np.ascontiguousarray(tm.T), np.ascontiguousarray(tn.T), 4 * ik, np.ascontiguousarray(split.T)
 
 
 @jit.rule
