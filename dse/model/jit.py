@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 
 
-def _cache_dir() -> str:
+def _cache_dir(model: Path | None = None) -> str:
     """Where numba keeps the compiled kernels: a folder named by a digest of every source file of dse/model (and
     numba's version). numba checks a kernel's cache against its own file only, not the rules it inlines from
     other files: a digest of them all keeps a changed rule from running as the old compiled code. The base is
     ``DSE_NUMBA_CACHE`` if set, else dse/model/__pycache__, else the user's cache folder, else the temp folder."""
     import importlib.metadata
-    model = Path(__file__).resolve().parent
+    model = Path(__file__).resolve().parent if model is None else model
     h = hashlib.sha256()
     for f in sorted(model.glob("*.py")):
         h.update(f.name.encode())

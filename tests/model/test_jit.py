@@ -1,0 +1,211 @@
+"""The compiled rules (dse/model/jit.py, issue 20): one source, the same numbers in numpy and in numba kernels.
+
+Each rule the evaluator compiles is run twice here on the same random inputs: as written, by numpy on arrays,
+and compiled, in a numba loop over numbers; the two must agree to the bit. The rules with loops of their own
+(the L2 cluster's request shape, the concurrent block of output tiles) are checked against a brute-force
+search over every shape, written here; the bisection of the sustained clock against its definition. No test
+here depends on speed.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from dse.model import evaluator as ev, hierarchy, jit, power, tiling
+
+RNG_SEED = 20
+
+
+def _compiled(fn, n_out: int):
+    """fn compiled inside a numba loop over the elements of equal-length 1-D arrays."""
+    n_args = fn.__code__.co_argcount
+    args = ", ".join(f"a{i}" for i in range(n_args))
+    each = ", ".join(f"a{i}[j]" for i in range(n_args))
+    outs = ", ".join(f"o{i}[j]" for i in range(n_out))
+    src = (f"def loop({args}, out):\n"
+           f"    o0{''.join(f', o{i}' for i in range(1, n_out))} = {', '.join(f'out[{i}]' for i in range(n_out))}\n"
+           f"    for j in range(a0.shape[0]):\n"
+           f"        {outs}{',' if n_out == 1 else ''} = fn({each}){'' if n_out > 1 else ','}\n")
+    if n_out == 1:  # (a single result is not a tuple)
+        src = src.replace(f"        o0[j], = fn({each}),\n", f"        o0[j] = fn({each})\n")
+    scope = {"fn": fn}
+    exec(src, scope)
+    loop = numba.njit(**jit.OPTIONS)(scope["loop"])
+
+    def run(*arrays):
+        arrays = [np.ascontiguousarray(np.asarray(a, dtype=float)) for a in arrays]
+        out = np.empty((n_out, arrays[0].size))
+        with jit.quiet():
+            loop(*arrays, out)
+        return out
+    return run
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape
+    same = (a == b) & (np.signbit(a) == np.signbit(b)) | (np.isnan(a) & np.isnan(b))
+    assert same.all(), (a[~same][:5], b[~same][:5])
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan, 1e-300, 1e300])
+
+
+def test_selects_follow_numpy_on_special_values():
+    """jit.maximum / minimum / where compile to selects with numpy's semantics (NaN wins, a tie gives the
+    second argument: maximum(-0.0, 0.0) = 0.0); numpy itself is the reference."""
+    a, b = (x.ravel() for x in np.meshgrid(SPECIAL, SPECIAL))
+    with np.errstate(invalid="ignore"):
+        for rule_fn, ref in ((jit.maximum, np.maximum(a, b)), (jit.minimum, np.minimum(a, b))):
+            _same_bits(_compiled(rule_fn, 1)(a, b)[0], ref)
+
+    @jit.rule
+    def pick(c, x, y):
+        return jit.where(c > 0.5, x, y)
+    cond = (np.arange(a.size) % 3 == 0).astype(float)
+    _same_bits(_compiled(pick, 1)(cond, a, b)[0], np.where(cond > 0.5, a, b))
+
+
+def _random_chip_op(rng, n):
+    """Random per-point and per-operator inputs of the default tiles, zeros and skinny shapes included."""
+    pick = rng.choice
+    return dict(
+        im=pick([1.0, 8.0, 16.0, 32.0, 64.0], n), inn=pick([1.0, 8.0, 16.0, 32.0, 128.0], n),
+        ik=pick([1.0, 8.0, 16.0, 32.0], n), buf=pick([0.0, 64e3, 228e3, 2e6], n), units=rng.integers(1, 300, n) * 1.0,
+        l2=pick([0.0, 2e6, 5e7], n), m=pick([0.0, 1.0, 4.0, 256.0, 4096.0, 32768.0], n),
+        n=pick([0.0, 128.0, 1024.0, 4096.0, 151936.0], n), k=pick([0.0, 128.0, 4096.0, 12288.0], n),
+        batch=pick([1.0, 8.0, 32.0], n), emax=pick([0.5, 1.0, 2.0, 4.0], n), ea=pick([0.5, 1.0, 2.0], n),
+        eb=pick([0.5, 1.0, 2.0], n))
+
+
+def test_tile_rules_compiled_equal_numpy():
+    """The default tiles' two rules (dse.model.evaluator.tile_candidates, choose_tile) compiled and in numpy."""
+    rng = np.random.default_rng(RNG_SEED)
+    n = 4000
+    d = _random_chip_op(rng, n)
+    cand_args = [d[k] for k in ("im", "inn", "ik", "buf", "units", "l2", "m", "n", "k", "batch", "emax")]
+    with jit.quiet():
+        ref = ev.tile_candidates(*cand_args)
+    got = _compiled(ev.tile_candidates, 6)(*cand_args)
+    for r, g in zip(ref, got):
+        _same_bits(g, np.broadcast_to(r, (n,)))
+    tm, tn, split, tm2, tn2, split2 = ref
+    req = [rng.integers(1, 64, n) * 1.0 for _ in range(4)]
+    rest = dict(units=d["units"], im=d["im"], inn=d["inn"], ik=d["ik"], m=d["m"], n=d["n"], k=d["k"], batch=d["batch"],
+                ea=d["ea"], eb=d["eb"], a_l2=rng.choice([0.0, 8e3, 32e6], n), b_l2=rng.choice([8e3, 32e6, 1e9], n),
+                b_bytes=rng.choice([8e3, 32e6, 1e9], n), c_bytes=rng.choice([0.0, 8e3, 32e6], n),
+                on_chip_c=rng.choice([0.0, 1.0], n), unit_rate=rng.choice([0.0, 1e12, 4e12], n),
+                l2_rate=rng.choice([0.0, 5e12], n), loc_rate=rng.choice([0.0, 1e11], n),
+                rm=rng.choice([0.0, 16.0, 64.0], n), rn=rng.choice([16.0, 256.0], n))
+    args = [tm, tn, split, tm2, tn2, split2, *req, *rest.values()]
+    with jit.quiet():
+        ref = ev.choose_tile(*args)
+    got = _compiled(ev.choose_tile, 3)(*args)
+    for r, g in zip(ref, got):
+        _same_bits(g, r)
+
+
+def test_power_rule_compiled_equal_numpy():
+    """dse.model.power.operator_power_core (the power ceiling's power of an operator) compiled and in numpy."""
+    rng = np.random.default_rng(RNG_SEED + 1)
+    n = 4000
+    args = [rng.uniform(0.05, 1.0, n), rng.choice([0.0, 0.1, 1.0], n), rng.choice([0.0, 0.05], n),
+            rng.uniform(0, 1e-3, n), rng.uniform(0, 1e-3, n), rng.choice([0.0, 1e-4], n), rng.uniform(0, 100, n),
+            rng.uniform(0, 100, n), rng.uniform(0.5, 1.3, n), np.full(n, 0.6), np.full(n, 0.9), np.full(n, 0.3),
+            rng.uniform(0.6, 1.0, n), rng.choice([0.0, 1.0], n)]
+    with jit.quiet():
+        ref = power.operator_power_core(*args)
+    _same_bits(_compiled(power.operator_power_core, 1)(*args)[0], ref)
+
+
+def test_bisection_meets_its_definition():
+    """dse.model.power._bisect returns the lower end of a 2^-steps bracket: the power there is within TDP (or it
+    is the floor) and one bracket width above it is over TDP (or it is 1)."""
+    rng = np.random.default_rng(RNG_SEED + 2)
+    n = 3000
+    e_comp, e_mem = rng.uniform(0.01, 1.0, n), rng.uniform(0.0, 0.1, n)
+    t_busy, t_clk, t_mem = rng.uniform(1e-4, 1e-3, n), rng.uniform(1e-4, 1e-3, n), rng.uniform(0, 1e-3, n)
+    leak, clk = rng.uniform(10, 100, n), rng.uniform(10, 100, n)
+    d, v_min, v_nom, v_th = rng.uniform(0.6, 1.2, n), np.full(n, 0.6), np.full(n, 0.9), np.full(n, 0.3)
+    v1 = power.voltage_at(d, v_min, v_nom, v_th)
+    scaling = rng.choice([0.0, 1.0], n)
+    fields = (e_comp, e_mem, t_busy, t_clk, t_mem, leak, clk, d, v_min, v_nom, v_th, v1, scaling)
+    tdp = rng.uniform(0.3, 1.0, n) * power.operator_power_core(1.0, *fields)  # every entry throttles
+    floor, steps = power.MIN_CLOCK_RATIO, power.BISECTION_STEPS
+    r = power._bisect(tdp, *fields, floor, steps)
+    width = (1.0 - floor) / 2 ** steps
+    p_r = power.operator_power_core(r, *fields)
+    p_up = power.operator_power_core(np.minimum(r + width, 1.0), *fields)
+    assert ((p_r <= tdp) | (r == floor)).all()
+    assert ((p_up > tdp) | (r + width >= 1.0)).all()
+    assert ((r >= floor) & (r < 1.0)).all()
+
+
+def _brute_cluster(a_bytes, b_bytes, c_m, c_n, cluster):
+    """The fewest bytes requested over every cluster shape a x b <= cluster (and the per-tile a = b = 1)."""
+    c_m, c_n = max(c_m, 1.0), max(c_n, 1.0)
+    costs = [a_bytes * np.ceil(c_n / b) + b_bytes * np.ceil(c_m / a)
+             for a in range(1, int(cluster) + 1) for b in range(1, int(cluster) // a + 1)]
+    return min(costs + [a_bytes * c_n + b_bytes * c_m])
+
+
+def test_cluster_requests_is_the_cheapest_shape():
+    rng = np.random.default_rng(RNG_SEED + 3)
+    for _ in range(400):
+        a_bytes, b_bytes = rng.choice([0.0, 1.0, 3e6, 8e7]), rng.choice([0.0, 1.0, 5e6, 1e8])
+        c_m, c_n, cluster = float(rng.integers(0, 70)), float(rng.integers(0, 70)), float(rng.integers(1, 17))
+        ra, rb = hierarchy.cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster)
+        assert a_bytes * ra + b_bytes * rb == _brute_cluster(a_bytes, b_bytes, c_m, c_n, cluster)
+
+
+def test_block_reads_is_the_cheapest_block():
+    """dse.model.tiling.block_reads: the concurrent block of a x b output tiles (a b <= U' units, a <= c_M, b <= c_N,
+    both <= span) that reads the fewest bytes, found by trying every height here."""
+    rng = np.random.default_rng(RNG_SEED + 4)
+    for _ in range(400):
+        a_bytes, b_bytes = rng.choice([1.0, 3e6, 8e7]), rng.choice([1.0, 5e6, 1e8])
+        c_m, c_n = float(rng.integers(1, 300)), float(rng.integers(1, 300))
+        units, split = float(rng.integers(2, 300)), float(rng.integers(1, 4))
+        cap_a, cap_b = float(rng.integers(2, 40)), float(rng.integers(2, 40))
+        span = float(rng.choice([np.inf, 4.0, 50.0]))
+        ra, rb = tiling.block_reads(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
+        u = max(np.floor(units / split), 1.0)
+        best = np.inf
+        for a in range(1, int(min(u, c_m, span)) + 1):
+            b = min(np.floor(u / a), c_n, span)
+            best = min(best, a_bytes * min(np.ceil(c_n / b), cap_a) + b_bytes * min(np.ceil(c_m / a), cap_b))
+        if u > 1.0:
+            assert a_bytes * ra + b_bytes * rb == best
+
+
+def test_vector_operators_read_once():
+    """An operator without GEMM operands (a_bytes = b_bytes = 0) is read once below every cache."""
+    ra, rb = tiling.cache_reads(0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 1.0, 1.0, 132.0, 1.0, 5e7, 228e3)
+    assert (float(ra), float(rb)) == (1.0, 1.0)
+
+
+def test_cache_folder_follows_every_model_source(tmp_path):
+    """The kernels' cache folder is named by all of dse/model's sources: a change to a rule in one file gives a new
+    folder even where the kernel that inlines it lives in another (numba checks the kernel's own file only)."""
+    from pathlib import Path
+    src = Path(jit.__file__).parent
+    model = tmp_path / "model"
+    model.mkdir()
+    for f in src.glob("*.py"):
+        (model / f.name).write_bytes(f.read_bytes())
+    first = jit._cache_dir(model)
+    assert Path(first).name.startswith("numba-") and Path(first).is_dir()
+    assert jit._cache_dir(model) == first
+    (model / "tiling.py").write_bytes((model / "tiling.py").read_bytes() + b"\n# changed\n")
+    assert jit._cache_dir(model) != first
+
+
+@pytest.mark.parametrize("name", ["tile_candidates", "choose_tile", "_tile_time", "_best_split", "padded_gemm_flops",
+                                  "l2_operands", "l2_request_total"])
+def test_evaluator_rules_are_marked(name):
+    """The evaluator's per-element rules are numbers-and-arrays functions registered for kernels (calling one from
+    Python runs the function as written)."""
+    fn = getattr(ev, name)
+    assert callable(fn) and fn.__module__ == "dse.model.evaluator"
