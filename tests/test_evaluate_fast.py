@@ -117,3 +117,33 @@ def test_large_batch_blocks_match_reference_rows():
     sub = type(fast)(fast.workload, fast.phase, {k: np.broadcast_to(v, (chips.n,))[idx] for k, v in
                                                  fast.columns.items()})
     assert_same(sub, ref, "blocks")
+
+
+@pytest.mark.parametrize("wl", sorted(WORKLOADS))
+def test_identical_operators_merged(wl):
+    """Without a breakdown the evaluator evaluates identical operators once, their counts added (issue 20): a
+    Qwen3-8B decode step's 22 operators are 16 (Q = O, K = V, gate = up projections; the norms and residuals of
+    one width), and every column agrees with the operators one by one (the breakdown path) within rounding."""
+    w = workload(wl)
+    ops = ev.op_table(w)
+    info = ev.workload_info(w, ops)
+    merged, minfo = ev._merged(ops, info)
+    assert merged.count.sum() == ops.count.sum()
+    assert len(merged.names) <= len(ops.names)
+    if wl == "decode":
+        assert (len(ops.names), len(merged.names)) == (22, 16)
+    # the operators that rules address by column stay apart
+    for g in ops.attn_groups:
+        assert [ops.names[i] for i in g] == [merged.names[i] for i in merged.attn_groups[ops.attn_groups.index(g)]]
+    assert [ops.names[i] for i in info.expert_cols] == [merged.names[i] for i in minfo.expert_cols]
+
+    def extra(rng, n):
+        return {"system.chips": rng.choice([1.0, 2.0, 8.0], n), "system.pipeline": (rng.random(n) < 0.3) * 1.0}
+    chips = random_points("h100", 30, seed=5, extra=extra)
+    a, b = evaluate_workload(chips, w), evaluate_workload(chips, w, breakdown=True)
+    for k, x in a.columns.items():
+        y = b.columns[k]
+        if np.asarray(x).dtype.kind == "f":
+            np.testing.assert_allclose(x, y, rtol=1e-13, atol=0.0, equal_nan=True, err_msg=k)
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=k)

@@ -381,7 +381,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     for j, x in enumerate((ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.a_bytes,
                            ops.b_bytes, ops.c_bytes, ops.on_chip_a, ops.on_chip_c)):
         op[:, j] = x
-    rate = np.ascontiguousarray(np.broadcast_to(unit_rate, (rows, O)).T)
+    rate = np.array(np.broadcast_to(unit_rate, (rows, O)).T, order="C")  # (a writable copy: one compiled signature)
     with jit.quiet():
         tm, tn, split = _default_tiles_kernel(point, op, rate)
     return np.ascontiguousarray(tm.T), np.ascontiguousarray(tn.T), 4 * ik, np.ascontiguousarray(split.T)
@@ -1390,9 +1390,11 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
                           dict(fused_attention=fused_attention, weights_in_rom=weights_in_rom,
                                rom_bandwidth=rom_bandwidth, rom_energy_per_byte=rom_energy_per_byte))
     ops = op_table(workload, fused_attention)
+    info = workload_info(workload, ops)
+    if tiles is None and not breakdown:  # identical operators evaluated once, their counts added
+        ops, info = _merged(ops, info)
     N, O = chips.n, len(ops.names)
     cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
-    info = workload_info(workload, ops)
     if weights_in_rom:
         weights = float(workload.weight_resident_bytes)
         info = dataclasses.replace(info, resident=info.resident - weights, fixed_bytes=info.fixed_bytes - weights)
@@ -1429,6 +1431,52 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
         breakdown_rec = OperatorBreakdown(workload=workload.name, names=ops.names, count=ops.count,
                                           **{k: op_arrays[k] for k in _OP_FIELDS})
     return WorkloadMetrics(workload.name, workload.phase, out, breakdown_rec)
+
+
+_MERGED: dict = {}
+
+
+def _merged(ops: OpTable, info: "WorkloadInfo") -> tuple[OpTable, "WorkloadInfo"]:
+    """The op table with identical operators as one, their counts added (ARCHITECTURE rule 2, identical work
+    evaluated once: a decode step's Q and O projections, K and V, gate and up, its norms and residuals), and
+    ``info`` with its operator columns renumbered. Every per-operator rule depends only on an operator's own
+    row, so the merged operator's numbers are each original's; the sums over operators add the same terms
+    (x c1 + x c2 as x (c1 + c2): within rounding). The operators of a fused attention block, causal attention
+    and routed experts stay as they are (the rules across operators address them by column)."""
+    key = (id(ops), info.expert_cols)
+    hit = _MERGED.get(key)
+    if hit is not None and hit[0] is ops:
+        return hit[1], dataclasses.replace(info, expert_cols=hit[2])
+    O = len(ops.names)
+    fixed = {i for g in ops.attn_groups for i in g} | {c for c, _ in ops.causal_ops} | set(info.expert_cols)
+    arrays = [f.name for f in dataclasses.fields(ops) if f.name not in ("count", "gemm_cols")
+              and isinstance(getattr(ops, f.name), np.ndarray) and getattr(ops, f.name).shape == (O,)]
+    first: dict = {}
+    new_index = np.empty(O, dtype=int)
+    order: list[int] = []
+    for i in range(O):
+        row = ("#", i) if i in fixed else (ops.rate_keys[i], ops.formats[i],
+                                           tuple(getattr(ops, a)[i].item() for a in arrays))
+        if row not in first:
+            first[row] = len(order)
+            order.append(i)
+        new_index[i] = first[row]
+    merged = ops
+    if len(order) < O:
+        sel = np.array(order)
+        count = np.zeros(len(order))
+        np.add.at(count, new_index, ops.count)
+        merged = dataclasses.replace(
+            ops, count=count, **{a: getattr(ops, a)[sel] for a in arrays},
+            **{t: tuple(getattr(ops, t)[i] for i in order) for t in ("names", "kinds", "formats", "rate_keys")},
+            gemm_cols=np.flatnonzero(ops.is_gemm[sel]),
+            causal_ops=tuple((int(new_index[c]), op) for c, op in ops.causal_ops),
+            attn_groups=tuple(tuple(int(new_index[i]) for i in g) for g in ops.attn_groups))
+    expert_cols = tuple(int(new_index[c]) for c in info.expert_cols)
+    if len(_MERGED) > 256:
+        _MERGED.clear()
+    _MERGED[key] = (ops, merged, expert_cols)
+    return merged, dataclasses.replace(info, expert_cols=expert_cols)
 
 
 def _reference(chips: Chips, workload, tiles, breakdown: bool, package, options) -> WorkloadMetrics:

@@ -1,27 +1,31 @@
 """Compiled rules: the model's per-element rules, written once, run by numpy and by numba (issue 20).
 
 A rule the evaluator applies to every (point, operator) element is written once as a plain Python function of
-numbers (``np.maximum``, ``np.where``, ``np.floor`` ... on scalars, no ``with`` blocks), marked :func:`rule`:
+numbers (arithmetic, ``np.floor``, ``np.sqrt`` ... and the selects below; no ``with`` blocks), marked
+:func:`rule`:
 
 * called from Python it is the function as written (numpy arrays broadcast through it, scalars give scalars):
   tests, the CP-SAT data steps and the what-if call it so;
-* called from a compiled kernel, numba compiles the same source for numbers (:func:`rule` registers it with
-  ``numba.extending.register_jitable``);
-* :func:`elementwise` turns a kernel into a numpy generalized ufunc over broadcast arrays: one compiled pass
-  over the elements with every intermediate in registers, where the numpy path made one pass (and one
-  temporary array) per operation. The evaluator calls its hot rules that way.
+* called from a compiled kernel (:func:`kernel`, a loop over points), numba compiles the same source for
+  numbers, inlined into the loop;
+* :func:`elementwise` turns a kernel of numbers into a numpy generalized ufunc over broadcast arrays (for rules
+  with loops of their own: the L2 cluster's shapes, the blocks of output tiles).
 
-Division follows numpy (``error_model="numpy"``: x / 0 = inf, 0 / 0 = nan, no exception), so a compiled
-rule gives the numbers numpy gives; NaN propagates as in numpy. Rules select with :func:`where`, :func:`maximum` and :func:`minimum`
-(numpy's own functions in Python; in kernels one ``select`` instruction each, so that a loop over points has no
-branch and LLVM runs it on the CPU's vector lanes: a loop whose body branches runs one point at a time, 10x
-slower, measured on the tile rule). Kernels are cached on disk (``cache=True``, in a folder
-named by a digest of dse/model's sources: :func:`_cache_dir`): the first run after a change compiles them
-(seconds), later ones load them.
+Rules select with :func:`where`, :func:`maximum` and :func:`minimum`: numpy's own functions in Python; in kernels
+one ``select`` instruction each (numba's ``np.where`` of numbers allocates a 0-d array, 160 ns; its
+``np.maximum`` branches), so that a loop over points has no branch and LLVM runs it on the CPU's vector lanes
+(the default tiles' candidates: 1.8 ns per point instead of 33). Division follows numpy (``error_model="numpy"``:
+x / 0 = inf, 0 / 0 = nan, no exception) and NaN propagates as in numpy, so a compiled rule gives numpy's
+numbers to the bit (tests/model/test_jit.py).
+
+numba is imported when the first kernel is built, not with dse (``dse validate`` does not load it). Kernels are
+cached on disk (``cache=True``) in a folder named by a digest of dse/model's sources (:func:`_cache_dir`): the
+first run after a change compiles them (seconds), later ones load them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -29,6 +33,16 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+__all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "where", "maximum", "minimum",
+           "is_integer", "quiet", "compiler"]
+
+#: numba options of every compiled rule: numpy's division semantics
+OPTIONS = {"error_model": "numpy"}
+
+_rules: list = []  # (function, inline) marked before numba was loaded
+_overloads: list = []  # (python function, numba implementation) likewise
+_numba = None  # the numba module, once loaded
 
 
 def _cache_dir(model: Path | None = None) -> str:
@@ -61,19 +75,28 @@ def _cache_dir(model: Path | None = None) -> str:
     return str(bases[-1] / name)
 
 
-os.environ["NUMBA_CACHE_DIR"] = _cache_dir()
+def compiler():
+    """The numba module, loaded on first use with the kernels' cache folder and every rule registered."""
+    global _numba
+    if _numba is not None:
+        return _numba
+    os.environ["NUMBA_CACHE_DIR"] = _cache_dir()
+    import numba
+    from numba.extending import overload
 
-import numba  # noqa: E402  (after NUMBA_CACHE_DIR)
-from numba import guvectorize, njit, types  # noqa: E402
+    numba.core.config.reload_config()  # (numba loaded earlier by another package reads NUMBA_CACHE_DIR again)
+    _numba = numba
+    _register_selects(numba)
+    for py_fn, impl in _overloads:
+        overload(py_fn, jit_options=OPTIONS)(impl)
+    for fn, inline in _rules:
+        _register_rule(fn, inline)
+    return numba
 
-numba.core.config.reload_config()  # (numba imported earlier by another package reads NUMBA_CACHE_DIR again)
-from numba.extending import intrinsic, overload, register_jitable  # noqa: E402
 
-__all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "where", "maximum", "minimum", "is_integer",
-           "quiet"]
-
-#: numba options of every compiled rule: numpy's division semantics
-OPTIONS = {"error_model": "numpy"}
+def _register_rule(fn, inline: str) -> None:
+    from numba.extending import register_jitable
+    register_jitable(inline=inline, **OPTIONS)(fn)
 
 
 def rule(fn=None, *, loops: bool = False):
@@ -84,29 +107,72 @@ def rule(fn=None, *, loops: bool = False):
     default tiles' candidates). ``loops=True`` for a rule with a loop of its own (numba's IR inlining does not
     take loops with ``continue``): compiled as a function, LLVM inlines it where it pays."""
     def mark(f):
-        return register_jitable(inline="never" if loops else "always", **OPTIONS)(f)
+        inline = "never" if loops else "always"
+        if _numba is None:
+            _rules.append((f, inline))
+        else:
+            _register_rule(f, inline)
+        return f
     return mark if fn is None else mark(fn)
-
-
-def kernel(fn):
-    """A compiled loop over arrays (numba ``njit``, cached on disk) that calls :func:`rule` functions."""
-    return njit(cache=True, **OPTIONS)(fn)
 
 
 def overload_numbers(py_fn):
     """Register the numba version of a rule whose Python body handles arrays of any dtype in a way numba cannot
     compile (``np.result_type``): the decorated function returns the implementation for numba's argument types."""
     def register(impl_for_types):
-        overload(py_fn, jit_options=OPTIONS)(impl_for_types)
+        if _numba is None:
+            _overloads.append((py_fn, impl_for_types))
+        else:
+            from numba.extending import overload
+            overload(py_fn, jit_options=OPTIONS)(impl_for_types)
         return impl_for_types
     return register
+
+
+@contextlib.contextmanager
+def _build_lock():
+    """One process at a time builds (compiles, or loads) a kernel: numba writes a kernel's cache index and its
+    code in two files, and a process that loads them while another writes them can run mismatched code (seen
+    here as a segmentation fault with two pytest workers on a fresh cache). An advisory lock on a file in the
+    cache folder (POSIX; elsewhere no lock)."""
+    compiler()
+    try:
+        import fcntl
+        handle = open(os.path.join(os.environ["NUMBA_CACHE_DIR"], ".build.lock"), "a+")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def kernel(fn):
+    """A compiled loop over arrays (numba ``njit``, cached on disk) that calls :func:`rule` functions. Built on its
+    first call (compiled, or loaded from the cache), under :func:`_build_lock`."""
+    dispatcher = None
+
+    @functools.wraps(fn)
+    def call(*args):
+        nonlocal dispatcher
+        if dispatcher is None:
+            with _build_lock():
+                built = compiler().njit(cache=True, **OPTIONS)(fn)
+                out = built(*args)
+            dispatcher = built
+            return out
+        return dispatcher(*args)
+    return call
 
 
 def elementwise(n_in: int, n_out: int):
     """A generalized ufunc of ``n_in`` float64 inputs and ``n_out`` float64 outputs, all scalar elements
     (layout ``(),()...->(),()...``): the decorated kernel ``f(x1, ..., xn, out1, ..., outm)`` writes
     ``out[0]``. numpy broadcasts the inputs (bools and ints are cast to float64) and allocates the outputs.
-    Built (compiled, or loaded from the cache) on its first call, so importing dse costs no kernel."""
+    Built on its first call, under :func:`_build_lock`."""
     sig = "void(" + ", ".join(["float64"] * n_in + ["float64[:]"] * n_out) + ")"
     layout = ",".join(["()"] * n_in) + "->" + ",".join(["()"] * n_out)
 
@@ -117,22 +183,21 @@ def elementwise(n_in: int, n_out: int):
         def call(*args):
             nonlocal ufunc
             if ufunc is None:
-                # (numba compiles a ufunc's kernel with numpy's error model: no option to give)
-                ufunc = guvectorize([sig], layout, nopython=True, cache=True)(fn)
+                with _build_lock():
+                    # (numba compiles a ufunc's kernel with numpy's error model: no option to give)
+                    ufunc = compiler().guvectorize([sig], layout, nopython=True, cache=True)(fn)
             return ufunc(*args)
         return call
     return build
 
 
 def where(condition, x, y):
-    """``np.where`` for rules: arrays broadcast in Python; in kernels one ``select`` of two numbers (numba's
-    ``np.where`` of numbers returns a 0-d array, one allocation per call: 160 ns where the select takes 1)."""
+    """``np.where`` for rules: arrays broadcast in Python; in kernels one ``select`` of two numbers."""
     return np.where(condition, x, y)
 
 
 def maximum(a, b):
-    """``np.maximum`` for rules: in Python itself; in kernels a compare and a ``select`` (numba's version
-    branches, and a loop with branches does not run on the vector lanes)."""
+    """``np.maximum`` for rules: in Python itself; in kernels a compare and a ``select``."""
     return np.maximum(a, b)
 
 
@@ -141,56 +206,44 @@ def minimum(a, b):
     return np.minimum(a, b)
 
 
-@intrinsic
-def _select(typingctx, condition, x, y):
-    if not isinstance(condition, types.Boolean):
-        return None
-    sig = types.float64(condition, x, y)
+def _register_selects(numba) -> None:
+    """The kernels' versions of :func:`where`, :func:`maximum` and :func:`minimum`: LLVM ``select`` instructions."""
+    from numba import types
+    from numba.extending import intrinsic, overload
 
-    def codegen(context, builder, signature, args):
-        c, a, b = args
-        a = context.cast(builder, a, signature.args[1], types.float64)
-        b = context.cast(builder, b, signature.args[2], types.float64)
-        return builder.select(c, a, b)
-    return sig, codegen
-
-
-def _extremum(op: str):
-    """numpy's maximum (op ">") / minimum ("<") of two float64 as a select: ``a`` where a op b or a is NaN, else
-    ``b`` (NaN where either is; ``b`` on a tie, as numpy: maximum(-0.0, 0.0) = 0.0)."""
     @intrinsic
-    def extremum(typingctx, a, b):
-        sig = types.float64(a, b)
+    def select(typingctx, condition, x, y):
+        if not isinstance(condition, types.Boolean):
+            return None
 
         def codegen(context, builder, signature, args):
-            x = context.cast(builder, args[0], signature.args[0], types.float64)
-            y = context.cast(builder, args[1], signature.args[1], types.float64)
-            first = builder.or_(builder.fcmp_ordered(op, x, y), builder.fcmp_unordered("uno", x, x))
-            return builder.select(first, x, y)
-        return sig, codegen
-    return extremum
+            a = context.cast(builder, args[1], signature.args[1], types.float64)
+            b = context.cast(builder, args[2], signature.args[2], types.float64)
+            return builder.select(args[0], a, b)
+        return types.float64(condition, x, y), codegen
 
+    def extremum(op: str):
+        """numpy's maximum (op ">") / minimum ("<") of two numbers as a select: ``a`` where a op b or a is NaN,
+        else ``b`` (NaN where either is; ``b`` on a tie, as numpy: maximum(-0.0, 0.0) = 0.0)."""
+        @intrinsic
+        def pick(typingctx, a, b):
+            def codegen(context, builder, signature, args):
+                x = context.cast(builder, args[0], signature.args[0], types.float64)
+                y = context.cast(builder, args[1], signature.args[1], types.float64)
+                first = builder.or_(builder.fcmp_ordered(op, x, y), builder.fcmp_unordered("uno", x, x))
+                return builder.select(first, x, y)
+            return types.float64(a, b), codegen
+        return pick
 
-_max, _min = _extremum(">"), _extremum("<")
-
-
-@overload(where, jit_options=OPTIONS)
-def _where_numbers(condition, x, y):
-    return lambda condition, x, y: _select(condition, x, y)
-
-
-@overload(maximum, jit_options=OPTIONS)
-def _maximum_numbers(a, b):
-    return lambda a, b: _max(a, b)
-
-
-@overload(minimum, jit_options=OPTIONS)
-def _minimum_numbers(a, b):
-    return lambda a, b: _min(a, b)
+    high, low = extremum(">"), extremum("<")
+    overload(where, jit_options=OPTIONS)(lambda condition, x, y: lambda condition, x, y: select(condition, x, y))
+    overload(maximum, jit_options=OPTIONS)(lambda a, b: lambda a, b: high(a, b))
+    overload(minimum, jit_options=OPTIONS)(lambda a, b: lambda a, b: low(a, b))
 
 
 def is_integer(t) -> bool:
     """numba type ``t`` is an integer or a boolean (for :func:`overload_numbers` implementations)."""
+    from numba import types
     return isinstance(t, (types.Integer, types.Boolean))
 
 

@@ -9,7 +9,6 @@ here depends on speed.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
@@ -32,7 +31,7 @@ def _compiled(fn, n_out: int):
         src = src.replace(f"        o0[j], = fn({each}),\n", f"        o0[j] = fn({each})\n")
     scope = {"fn": fn}
     exec(src, scope)
-    loop = numba.njit(**jit.OPTIONS)(scope["loop"])
+    loop = jit.compiler().njit(**jit.OPTIONS)(scope["loop"])
 
     def run(*arrays):
         arrays = [np.ascontiguousarray(np.asarray(a, dtype=float)) for a in arrays]
