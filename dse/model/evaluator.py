@@ -479,14 +479,19 @@ def _best_split(d1, l0, p, split):
 def _default_tiles_kernel(point, op, unit_rate):
     """(T_M, T_N, split), each (O, rows), of every operator (``op``: its 13 columns in the order of :func:`_tiles`)
     on every point (``point``: 11 rows of inputs, one value per point). Per operator: the candidates in one pass
-    over the points, the L2 requests of a GEMM-like operator's candidates (a loop over the cluster's shapes per
-    point), then the choice in a second pass; the two passes have no branch, so they run on the vector lanes."""
+    over the points, the L2 requests of a GEMM-like operator's candidates (a pass per cluster height), then the
+    choice; the passes have no branch, so they run on the vector lanes."""
     O, rows = unit_rate.shape
     tm, tn, split = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
     tm2, tn2, split2 = np.empty(rows), np.empty(rows), np.empty(rows)
     r2a, r2b, r2a2, r2b2 = np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows)
+    cm1, cn1, cm2, cn2, best1, best2 = (np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows),
+                                        np.empty(rows), np.empty(rows))
     im, inn, ik, buf, units, l2 = point[0], point[1], point[2], point[3], point[4], point[5]
     l2_rate, loc_rate, rm, rn, mcast = point[6], point[7], point[8], point[9], point[10]
+    top = 0
+    for r in range(rows):
+        top = max(top, int(mcast[r]))
     for o in range(O):
         m, n, k, batch, emax, ea, eb, is_gemm, a_bytes, b_bytes, c_bytes, on_chip_a, on_chip_c = op[o]
         tm_o, tn_o, split_o = tm[o], tn[o], split[o]
@@ -496,11 +501,19 @@ def _default_tiles_kernel(point, op, unit_rate):
         if is_gemm < 0.5:
             continue
         a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
+        # the L2 requests of both candidates (dse.model.hierarchy.cluster_requests_core), one cluster height at a
+        # time for every point (a height no point's cluster has changes nothing)
         for r in range(rows):
-            r2a[r], r2b[r] = hierarchy.cluster_requests_core(a_l2, b_l2, ceil_div_core(m, tm_o[r]),
-                                                             ceil_div_core(n, tn_o[r]), mcast[r])
-            r2a2[r], r2b2[r] = hierarchy.cluster_requests_core(a_l2, b_l2, ceil_div_core(m, tm2[r]),
-                                                               ceil_div_core(n, tn2[r]), mcast[r])
+            cm1[r], cn1[r] = jit.maximum(ceil_div_core(m, tm_o[r]), 1.0), jit.maximum(ceil_div_core(n, tn_o[r]), 1.0)
+            cm2[r], cn2[r] = jit.maximum(ceil_div_core(m, tm2[r]), 1.0), jit.maximum(ceil_div_core(n, tn2[r]), 1.0)
+            r2a[r], r2b[r], best1[r] = cn1[r], cm1[r], a_l2 * cn1[r] + b_l2 * cm1[r]
+            r2a2[r], r2b2[r], best2[r] = cn2[r], cm2[r], a_l2 * cn2[r] + b_l2 * cm2[r]
+        for a in range(1, top + 1):
+            for r in range(rows):
+                best1[r], r2a[r], r2b[r] = hierarchy.cluster_request_step(
+                    a_l2, b_l2, cm1[r], cn1[r], mcast[r], float(a), best1[r], r2a[r], r2b[r])
+                best2[r], r2a2[r], r2b2[r] = hierarchy.cluster_request_step(
+                    a_l2, b_l2, cm2[r], cn2[r], mcast[r], float(a), best2[r], r2a2[r], r2b2[r])
         rate_o = unit_rate[o]
         for r in range(rows):
             tm_o[r], tn_o[r], split_o[r] = choose_tile(

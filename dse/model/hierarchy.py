@@ -91,19 +91,25 @@ def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):
 
 @jit.rule(loops=True)
 def cluster_requests_core(a_bytes, b_bytes, c_m, c_n, cluster):
-    """:func:`cluster_requests` of one element (numbers; compiled inside kernels)."""
+    """:func:`cluster_requests` of one element (numbers; compiled inside kernels): every cluster height a in turn
+    (:func:`cluster_request_step`), from the per-tile requests."""
     c_n1, c_m1 = jit.maximum(c_n, 1.0), jit.maximum(c_m, 1.0)
-    r_a, r_b = c_n1, c_m1
-    best = a_bytes * r_a + b_bytes * r_b
+    best, r_a, r_b = a_bytes * c_n1 + b_bytes * c_m1, c_n1, c_m1
     for a in range(1, int(cluster) + 1):
-        b = np.floor(cluster / a)
-        if b < 1.0:
-            continue
-        ra, rb = ceil_div_core(c_n1, b), ceil_div_core(c_m1, float(a))
-        cost = a_bytes * ra + b_bytes * rb
-        if cost < best:
-            best, r_a, r_b = cost, ra, rb
+        best, r_a, r_b = cluster_request_step(a_bytes, b_bytes, c_m1, c_n1, cluster, float(a), best, r_a, r_b)
     return r_a, r_b
+
+
+@jit.rule
+def cluster_request_step(a_bytes, b_bytes, c_m1, c_n1, cluster, a, best, r_a, r_b):
+    """One cluster height ``a`` of :func:`cluster_requests`: (the fewest bytes, r_A, r_B) so far, the shape a x
+    floor(cluster / a) taken where it exists and requests fewer bytes (the first of equal ones kept). ``c_m1``,
+    ``c_n1``: the tile counts, at least 1. Without a branch: a kernel runs it for every point at once."""
+    b = np.floor(cluster / a)
+    ra, rb = ceil_div_core(c_n1, jit.maximum(b, 1.0)), ceil_div_core(c_m1, a)
+    cost = a_bytes * ra + b_bytes * rb
+    better = (b >= 1.0) & (cost < best)
+    return jit.where(better, cost, best), jit.where(better, ra, r_a), jit.where(better, rb, r_b)
 
 
 @jit.elementwise(5, 2)
