@@ -74,7 +74,8 @@ import pandas as pd
 
 from dse.errors import SpecError
 from dse.hardware import Chips
-from dse.model import area as area_mod, capacity as cap_rules, experts, hierarchy, jit, links, pipeline, power as pw, tiling
+from dse.model import (area as area_mod, capacity as cap_rules, experts, hierarchy, jit, links, pipeline,
+                       power as pw, tiling)
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import ceil_div_core, pad_core as _pad
 from dse.precision import get_format, quant_error
@@ -316,8 +317,8 @@ def register_bytes_per_flop(chips: Chips, elem_bytes) -> np.ndarray:
 def _l2_request_bytes(ops: OpTable, c_m, c_n, mcast, visible, partial):
     """:func:`l2_request_bytes` of every operator of ``ops`` (arrays broadcast)."""
     with jit.quiet():
-        return _l2_request_gu(ops.a_bytes, ops.b_bytes, ops.c_bytes, ops.is_gemm, ops.on_chip_a, ops.on_chip_c, c_m, c_n,
-                              mcast, visible, partial)
+        return _l2_request_gu(ops.a_bytes, ops.b_bytes, ops.c_bytes, ops.is_gemm, ops.on_chip_a, ops.on_chip_c, c_m,
+                              c_n, mcast, visible, partial)
 
 
 @jit.rule

@@ -398,8 +398,8 @@ def cache_reads_core(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m,
     if a_bytes <= 0.0 and b_bytes <= 0.0:  # (a vector operator: nothing to re-read, the rules below give 1, 1)
         return 1.0, 1.0
     t2 = l2_panel(capacity, k, a_elem_bytes, b_elem_bytes)
-    return resident_reads_core(a_read_bytes, b_bytes, c_m, c_n, units, split,
-                               operand_reads(a_bytes, n, 1.0, t2, capacity), operand_reads(b_bytes, m, 1.0, t2, capacity),
+    cap_a, cap_b = operand_reads(a_bytes, n, 1.0, t2, capacity), operand_reads(b_bytes, m, 1.0, t2, capacity)
+    return resident_reads_core(a_read_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b,
                                block_span_core(capacity, local_buffer_bytes), keep_a, keep_b)
 
 
