@@ -146,7 +146,13 @@ def fixed_power(leak_w, clock_w, law: ClockLaw, r, v=None):
     where the caller has it."""
     if v is None:
         v = law.voltage(r)
-    return leak_w * leakage_scale(v, law.v_nom) + clock_w * law.d * r * dynamic_energy_scale(v, law.v_nom)
+    return fixed_power_core(leak_w, clock_w, law.d, r, v, law.v_nom)
+
+
+@jit.rule
+def fixed_power_core(leak_w, clock_w, d, r, v, v_nom):
+    """:func:`fixed_power` at voltage ``v`` with the law's d = f_design / f_rated and V_nom (numbers or arrays)."""
+    return leak_w * leakage_scale(v, v_nom) + clock_w * d * r * dynamic_energy_scale(v, v_nom)
 
 
 def operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law: ClockLaw):
@@ -180,8 +186,7 @@ def operator_power_core(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s,
     x = v / v1
     p_mem = jit.where(e_mem_j > 0, e_mem_j / jit.maximum(t_clocked_s / r, t_memory_s), 0.0)
     p_comp = jit.where(e_comp_j > 0, e_comp_j * x * x / jit.maximum(t_busy_s / r, t_memory_s), 0.0)
-    fixed = leak_w * leakage_scale(v, v_nom) + clock_w * d * r * dynamic_energy_scale(v, v_nom)
-    return fixed + p_mem + p_comp
+    return fixed_power_core(leak_w, clock_w, d, r, v, v_nom) + p_mem + p_comp
 
 
 def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w,
