@@ -50,6 +50,13 @@ def voltage_at(ratio_to_rated, v_min, v_nominal, v_threshold):
 
 
 @jit.rule
+def clock_voltage(r, d, v_min, v_nominal, v_threshold, v1, scaling):
+    """Supply voltage at r x the design clock of a :class:`ClockLaw` with these fields: :func:`voltage_at` of r d
+    where the voltage scales (``scaling`` true / 1), the design's V1 where it does not."""
+    return jit.where(scaling > 0.5, voltage_at(r * d, v_min, v_nominal, v_threshold), v1)
+
+
+@jit.rule
 def dynamic_energy_scale(v, v_nominal):
     """E(V) / E(V_nom) = (V / V_nom)^2 for switching energy."""
     x = v / v_nominal
@@ -103,10 +110,11 @@ class ClockLaw:
 
     def voltage(self, r):
         """Supply voltage at r x the design clock (the design's voltage where it does not scale)."""
-        v = voltage_at(r * self.d, self.v_min, self.v_nom, self.v_th)
-        if self._scales and np.broadcast_shapes(np.shape(v), np.shape(self.scaling)) == np.shape(v):
-            return v  # (the same values as the select below)
-        return np.where(self.scaling, v, self.v1)
+        if self._scales:
+            v = voltage_at(r * self.d, self.v_min, self.v_nom, self.v_th)
+            if np.broadcast_shapes(np.shape(v), np.shape(self.scaling)) == np.shape(v):
+                return v  # (the same values as clock_voltage's select)
+        return clock_voltage(r, self.d, self.v_min, self.v_nom, self.v_th, self.v1, self.scaling)
 
     def power_ratio(self, r):
         """g(r): dynamic power at r x the design clock over the design's."""
@@ -182,7 +190,7 @@ def operator_power_core(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s,
                         v_th, v1, scaling):
     """:func:`operator_power` with the clock law's fields (d = f_design / f_rated, V_min, V_nom, V_th, V1 = V(d),
     ``scaling`` 1 / 0): numbers in kernels, arrays in Python."""
-    v = jit.where(scaling > 0.5, voltage_at(r * d, v_min, v_nom, v_th), v1)
+    v = clock_voltage(r, d, v_min, v_nom, v_th, v1, scaling)
     x = v / v1
     p_mem = jit.where(e_mem_j > 0, e_mem_j / jit.maximum(t_clocked_s / r, t_memory_s), 0.0)
     p_comp = jit.where(e_comp_j > 0, e_comp_j * x * x / jit.maximum(t_busy_s / r, t_memory_s), 0.0)
@@ -197,48 +205,95 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
     power is within it (bisection, the lower end kept: the power after throttling never exceeds TDP). Where
     even ``floor`` is over, the clock stays there and the memory traffic is slowed too: ``stretch`` = (the
     power at the floor - fixed_power(floor)) / (TDP - fixed_power(floor)) > 1 stretches the operator's time
-    until its power is TDP (inf: the fixed power alone is over TDP); 1 elsewhere. Arrays broadcast; the
-    bisection runs on the throttled entries only, compiled (:func:`_bisect`).
+    until its power is TDP (inf: the fixed power alone is over TDP); 1 elsewhere. Arrays of up to two
+    dimensions (points x operators) broadcast; compiled (:func:`_operating_points`), the bisection on the
+    throttled entries only.
     """
-    cols = (tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w)
-    p1 = operator_power(1.0, *cols[1:], law=law)
-    hot = p1 > tdp_w
-    shape = hot.shape
-    r, stretch = np.ones(shape), np.ones(shape)
-    if not hot.any():
-        return r, stretch
-    t, *ops = (np.broadcast_to(np.asarray(a, dtype=float), shape)[hot] for a in cols)
-    law_h = law.take(shape, hot)
-    fields = (law_h.d, law_h.v_min, law_h.v_nom, law_h.v_th, law_h.v1, np.asarray(law_h.scaling, dtype=float))
+    cols = (tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law.d, law.v_min,
+            law.v_nom, law.v_th, law.v1, law.scaling)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in cols))
+    if len(shape) > 2:
+        raise ValueError(f"sustained_operating_point takes arrays of up to 2 dimensions, got shape {shape}")
+    rows, ops = (1, 1) if not shape else (1, shape[0]) if len(shape) == 1 else shape
+
+    def laid(x):  # (operators or 1, points), a writable copy (one compiled signature): a pass over the points
+        x = np.atleast_2d(np.asarray(x, dtype=float))  # reads one contiguous row
+        return np.array(np.broadcast_to(x, (rows, ops if x.shape[1] > 1 else 1)).T, order="C")
     with jit.quiet():
-        p_floor = operator_power_core(floor, *ops, *fields)
-        lo = _bisect(t, *ops, *fields, float(floor), BISECTION_STEPS)
-    over = p_floor > t
-    fixed_floor = fixed_power(ops[5], ops[6], law_h, floor)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.where(t > fixed_floor, (p_floor - fixed_floor) / (t - fixed_floor), np.inf)
-    r[hot] = np.where(over, floor, lo)
-    stretch[hot] = np.where(over, np.maximum(s, 1.0), 1.0)
-    return r, stretch
+        r, stretch = _operating_points(*(laid(x) for x in cols), float(floor), BISECTION_STEPS)
+    return np.ascontiguousarray(r.T).reshape(shape), np.ascontiguousarray(stretch.T).reshape(shape)
+
+
+@jit.rule
+def _entry(x, o, p):
+    """Entry (operator o, point p) of an input laid out (operators or 1, points) (in kernels)."""
+    return x[min(o, x.shape[0] - 1), p]
 
 
 @jit.kernel
-def _bisect(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1, scaling, floor,
-            steps):
-    """The highest r in [floor, 1] (to 2^-steps of the range, the lower end) with operator_power_core(r) <= tdp, per
-    entry of 1-D arrays. Each step is one pass over the entries: the loop has no branch, so it runs on the CPU's
-    vector lanes (9x the numpy steps' speed, issue 20)."""
-    n = tdp.shape[0]
-    lo = np.full(n, floor)
-    hi = np.ones(n)
+def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
+                      scaling, floor, steps):
+    """:func:`sustained_operating_point` on inputs laid out (operators or 1, points): (r, stretch), each (operators,
+    points). One pass over the points per operator finds the entries over TDP at the design clock; those are
+    gathered and bisected with one pass per step (to 2^-steps of the range, the lower end kept). The passes have no
+    branch, so they run on the CPU's vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
+    rows = tdp.shape[1]
+    n_ops = max(tdp.shape[0], e_comp.shape[0], e_mem.shape[0], t_busy.shape[0], t_clocked.shape[0],
+                t_memory.shape[0], leak.shape[0], clock.shape[0], d.shape[0], v_min.shape[0], v_nom.shape[0],
+                v_th.shape[0], v1.shape[0], scaling.shape[0])
+    r_out, s_out = np.ones((n_ops, rows)), np.ones((n_ops, rows))
+    hot = np.empty((n_ops, rows), dtype=np.bool_)
+    n_hot = 0
+    for o in range(n_ops):
+        a, b, c, e, f, g = (tdp[min(o, tdp.shape[0] - 1)], e_comp[min(o, e_comp.shape[0] - 1)],
+                            e_mem[min(o, e_mem.shape[0] - 1)], t_busy[min(o, t_busy.shape[0] - 1)],
+                            t_clocked[min(o, t_clocked.shape[0] - 1)], t_memory[min(o, t_memory.shape[0] - 1)])
+        h, i, j, k, m, n = (leak[min(o, leak.shape[0] - 1)], clock[min(o, clock.shape[0] - 1)],
+                            d[min(o, d.shape[0] - 1)], v_min[min(o, v_min.shape[0] - 1)],
+                            v_nom[min(o, v_nom.shape[0] - 1)], v_th[min(o, v_th.shape[0] - 1)])
+        q, s = v1[min(o, v1.shape[0] - 1)], scaling[min(o, scaling.shape[0] - 1)]
+        hot_o = hot[o]
+        for p in range(rows):
+            hot_o[p] = operator_power_core(1.0, b[p], c[p], e[p], f[p], g[p], h[p], i[p], j[p], k[p], m[p], n[p],
+                                           q[p], s[p]) > a[p]
+        for p in range(rows):
+            n_hot += hot_o[p]
+    if n_hot == 0:
+        return r_out, s_out
+    at_o, at_p = np.empty(n_hot, dtype=np.int64), np.empty(n_hot, dtype=np.int64)
+    vals = np.empty((14, n_hot))
+    w = 0
+    for o in range(n_ops):
+        for p in range(rows):
+            if hot[o, p]:
+                at_o[w], at_p[w] = o, p
+                vals[0, w], vals[1, w], vals[2, w] = _entry(tdp, o, p), _entry(e_comp, o, p), _entry(e_mem, o, p)
+                vals[3, w], vals[4, w] = _entry(t_busy, o, p), _entry(t_clocked, o, p)
+                vals[5, w], vals[6, w], vals[7, w] = _entry(t_memory, o, p), _entry(leak, o, p), _entry(clock, o, p)
+                vals[8, w], vals[9, w], vals[10, w] = _entry(d, o, p), _entry(v_min, o, p), _entry(v_nom, o, p)
+                vals[11, w], vals[12, w], vals[13, w] = _entry(v_th, o, p), _entry(v1, o, p), _entry(scaling, o, p)
+                w += 1
+    t, ec, em, tb, tc, tm, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4],
+                                                                   vals[5], vals[6], vals[7], vals[8], vals[9],
+                                                                   vals[10], vals[11], vals[12], vals[13])
+    lo, hi = np.full(n_hot, floor), np.ones(n_hot)
     for _ in range(steps):
-        for i in range(n):
-            mid = (lo[i] + hi[i]) * 0.5
-            ok = operator_power_core(mid, e_comp[i], e_mem[i], t_busy[i], t_clocked[i], t_memory[i], leak[i], clock[i],
-                                     d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i]) <= tdp[i]
-            lo[i] = mid if ok else lo[i]
-            hi[i] = hi[i] if ok else mid
-    return lo
+        for z in range(n_hot):
+            mid = (lo[z] + hi[z]) * 0.5
+            ok = operator_power_core(mid, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z], vnom[z],
+                                     vth[z], vv1[z], sc[z]) <= t[z]
+            lo[z] = mid if ok else lo[z]
+            hi[z] = hi[z] if ok else mid
+    for z in range(n_hot):
+        p_floor = operator_power_core(floor, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z],
+                                      vnom[z], vth[z], vv1[z], sc[z])
+        fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor,
+                                       clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z]), vnom[z])
+        over = p_floor > t[z]
+        st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
+        r_out[at_o[z], at_p[z]] = jit.where(over, floor, lo[z])
+        s_out[at_o[z], at_p[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
+    return r_out, s_out
 
 
 def memory_power(bandwidth_bytes_per_s, energy_per_byte_j):

@@ -119,27 +119,35 @@ def test_power_rule_compiled_equal_numpy():
     _same_bits(_compiled(power.operator_power_core, 1)(*args)[0], ref)
 
 
-def test_bisection_meets_its_definition():
-    """dse.model.power._bisect returns the lower end of a 2^-steps bracket: the power there is within TDP (or it
-    is the floor) and one bracket width above it is over TDP (or it is 1)."""
+def test_sustained_clock_meets_its_definition():
+    """dse.model.power.sustained_operating_point (compiled: _operating_points) on (points x operators) arrays: 1
+    within TDP at the design clock; else the lower end of a 2^-steps bracket: the power there within TDP (or it is
+    the floor, where the memory traffic stretches instead) and one bracket width above it over TDP (or it is 1).
+    The powers are operator_power_core's, run by numpy here."""
     rng = np.random.default_rng(RNG_SEED + 2)
-    n = 3000
-    e_comp, e_mem = rng.uniform(0.01, 1.0, n), rng.uniform(0.0, 0.1, n)
-    t_busy, t_clk, t_mem = rng.uniform(1e-4, 1e-3, n), rng.uniform(1e-4, 1e-3, n), rng.uniform(0, 1e-3, n)
-    leak, clk = rng.uniform(10, 100, n), rng.uniform(10, 100, n)
-    d, v_min, v_nom, v_th = rng.uniform(0.6, 1.2, n), np.full(n, 0.6), np.full(n, 0.9), np.full(n, 0.3)
-    v1 = power.voltage_at(d, v_min, v_nom, v_th)
-    scaling = rng.choice([0.0, 1.0], n)
-    fields = (e_comp, e_mem, t_busy, t_clk, t_mem, leak, clk, d, v_min, v_nom, v_th, v1, scaling)
-    tdp = rng.uniform(0.3, 1.0, n) * power.operator_power_core(1.0, *fields)  # every entry throttles
+    rows, ops = 400, 7
+    e_comp, e_mem = rng.uniform(0.01, 1.0, (rows, ops)), rng.choice([0.0, 0.05], (rows, ops))
+    t_busy, t_clk = rng.uniform(1e-4, 1e-3, (rows, ops)), rng.uniform(1e-4, 1e-3, (rows, ops))
+    t_mem = rng.uniform(0, 1e-3, (rows, ops))
+    leak, clk = rng.uniform(10, 100, (rows, 1)), rng.uniform(10, 100, (rows, 1))
+    law = power.ClockLaw(rng.uniform(0.6, 1.2, (rows, 1)), np.full((rows, 1), 0.6), 0.9, 0.3,
+                         rng.random((rows, 1)) < 0.7)
+    fields = (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling)
+    cols = (e_comp, e_mem, t_busy, t_clk, t_mem, leak, clk)
+    p1 = power.operator_power_core(1.0, *cols, *fields)
+    tdp = rng.uniform(0.3, 1.3, (rows, 1)) * p1.mean(axis=1, keepdims=True)
+    r, stretch = power.sustained_operating_point(tdp, *cols, law)
     floor, steps = power.MIN_CLOCK_RATIO, power.BISECTION_STEPS
-    r = power._bisect(tdp, *fields, floor, steps)
+    hot = p1 > tdp
+    assert hot.any() and (~hot).any()
+    assert (r[~hot] == 1.0).all() and (stretch[~hot] == 1.0).all()
     width = (1.0 - floor) / 2 ** steps
-    p_r = power.operator_power_core(r, *fields)
-    p_up = power.operator_power_core(np.minimum(r + width, 1.0), *fields)
-    assert ((p_r <= tdp) | (r == floor)).all()
-    assert ((p_up > tdp) | (r + width >= 1.0)).all()
-    assert ((r >= floor) & (r < 1.0)).all()
+    p_r = power.operator_power_core(r, *cols, *fields)
+    p_up = power.operator_power_core(np.minimum(r + width, 1.0), *cols, *fields)
+    assert ((p_r <= tdp) | (r == floor))[hot].all()
+    assert ((p_up > tdp) | (r + width >= 1.0))[hot].all()
+    assert ((r >= floor) & (r < 1.0))[hot].all()
+    assert (stretch[hot & (r > floor)] == 1.0).all() and (stretch >= 1.0).all()
 
 
 def _brute_cluster(a_bytes, b_bytes, c_m, c_n, cluster):
