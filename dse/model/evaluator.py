@@ -866,6 +866,20 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     return ws[:, 0] if ws.shape[1] == 1 else ws.max(axis=1)
 
 
+def _gemm_columns(ops: OpTable, rule, *args):
+    """``rule``'s (r_A, r_B) (the reads below a cache: tiling.cache_reads) on the GEMM-like operators' columns only,
+    1 on the others: an operator without GEMM operands reads its inputs once (the rule gives 1, 1 there too)."""
+    cols, O = ops.gemm_cols, len(ops.names)
+    if cols.size == O:
+        return rule(*args)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    out_a, out_b = np.ones(shape), np.ones(shape)
+    if cols.size:
+        r_a, r_b = rule(*(a[..., cols] if np.ndim(a) and np.shape(a)[-1] == O else a for a in args))
+        out_a[..., cols], out_b[..., cols] = r_a, r_b
+    return out_a, out_b
+
+
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
     """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
     clock, units, ceff = c.clock, c.units, c.ceff
@@ -923,8 +937,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     a_read = np.where(ops.on_chip_a, 0.0, ops.a_gemm)
     # below the L2 (tiling.cache_reads): one pool for the package's units, or each die's own (l2_scope: die)
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
-    rA, rB = tiling.cache_reads(ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m, c_n, units / dom,
-                                split, l2 / dom, c.buf, keep_a, keep_b, a_read)
+    rA, rB = _gemm_columns(ops, tiling.cache_reads, ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m,
+                           c_n, units / dom, split, l2 / dom, c.buf, keep_a, keep_b, a_read)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     has_msc = c.msc > 0
@@ -932,8 +946,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
         bytes_msc = np.where(has_msc, a_mem * rA + ops.b_bytes * rB + c_mem, 0.0)
-        hA, hB = tiling.cache_reads(ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m, c_n, units,
-                                    split, np.maximum(c.msc, l2), c.buf, keep_a, keep_b, a_read)
+        hA, hB = _gemm_columns(ops, tiling.cache_reads, ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb,
+                               c_m, c_n, units, split, np.maximum(c.msc, l2), c.buf, keep_a, keep_b, a_read)
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
     # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)
