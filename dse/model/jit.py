@@ -150,22 +150,28 @@ def _build_lock():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def kernel(fn):
-    """A compiled loop over arrays (numba ``njit``, cached on disk) that calls :func:`rule` functions. Built on its
-    first call (compiled, or loaded from the cache), under :func:`_build_lock`."""
-    dispatcher = None
+def _on_first_call(fn, build):
+    """``fn`` compiled by ``build(fn)`` on its first call, which (compiling it, or loading it from the cache) runs
+    under :func:`_build_lock`."""
+    compiled = None
 
     @functools.wraps(fn)
     def call(*args):
-        nonlocal dispatcher
-        if dispatcher is None:
+        nonlocal compiled
+        if compiled is None:
             with _build_lock():
-                built = compiler().njit(cache=True, **OPTIONS)(fn)
-                out = built(*args)
-            dispatcher = built
+                built = build(fn)
+                out = built(*args)  # (numba's njit compiles here, at the first call with these types)
+            compiled = built
             return out
-        return dispatcher(*args)
+        return compiled(*args)
     return call
+
+
+def kernel(fn):
+    """A compiled loop over arrays (numba ``njit``, cached on disk) that calls :func:`rule` functions. Built on its
+    first call (compiled, or loaded from the cache), under :func:`_build_lock`."""
+    return _on_first_call(fn, lambda f: compiler().njit(cache=True, **OPTIONS)(f))
 
 
 def elementwise(n_in: int, n_out: int):
@@ -175,20 +181,9 @@ def elementwise(n_in: int, n_out: int):
     Built on its first call, under :func:`_build_lock`."""
     sig = "void(" + ", ".join(["float64"] * n_in + ["float64[:]"] * n_out) + ")"
     layout = ",".join(["()"] * n_in) + "->" + ",".join(["()"] * n_out)
-
-    def build(fn):
-        ufunc = None
-
-        @functools.wraps(fn)
-        def call(*args):
-            nonlocal ufunc
-            if ufunc is None:
-                with _build_lock():
-                    # (numba compiles a ufunc's kernel with numpy's error model: no option to give)
-                    ufunc = compiler().guvectorize([sig], layout, nopython=True, cache=True)(fn)
-            return ufunc(*args)
-        return call
-    return build
+    # (numba compiles a ufunc's kernel with numpy's error model: no option to give)
+    return lambda fn: _on_first_call(fn, lambda f: compiler().guvectorize([sig], layout, nopython=True,
+                                                                            cache=True)(f))
 
 
 def where(condition, x, y):
