@@ -38,7 +38,7 @@ import numpy as np
 from dse.model import jit
 from dse.model.tiling import ACCUMULATOR_BYTES, ceil_div_core
 
-__all__ = ["register_bytes_per_flop", "local_read_bytes", "level_time", "cluster_requests"]
+__all__ = ["register_bytes_per_flop", "local_read_bytes", "level_time", "level_time_core", "cluster_requests"]
 
 
 def register_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES):
@@ -70,7 +70,14 @@ def level_time(nbytes, bytes_per_cycle, clock_hz):
     a level without bandwidth (0) never limits (it is not modelled, inf bytes/cycle is the same)."""
     nbytes, rate = np.asarray(nbytes, dtype=float), np.asarray(bytes_per_cycle, dtype=float) * clock_hz
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((nbytes > 0) & (rate > 0), np.divide(nbytes, rate), 0.0)
+        return level_time_core(nbytes, rate)
+
+
+@jit.rule
+def level_time_core(nbytes, rate):
+    """:func:`level_time` at ``rate`` = bytes per cycle x clock (B/s): nbytes / rate, 0 without traffic or
+    without bandwidth (numbers in kernels, arrays in Python)."""
+    return jit.where((nbytes > 0) & (rate > 0), nbytes / rate, 0.0)
 
 
 def cluster_requests(a_bytes, b_bytes, c_m, c_n, cluster):

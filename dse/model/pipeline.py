@@ -24,12 +24,12 @@ its arguments as people's input (SpecError, dse.model.args.checked).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from dse.errors import SpecError
+from dse.model import jit
 from dse.model.args import checked as _arr, scalar_or_array as _out
 from dse.model.tiling import ceil_div_core as _ceil_div
 
@@ -69,19 +69,29 @@ def _int(name: str, value, *, minimum: int) -> int:
 # --------------------------------------------------------------- combining times (seed 004 §4.8.1)
 
 
+@jit.rule(loops=True)
 def shared_core(*times):
-    """Work on one shared resource adds: T_r = sum_i w_ri / p_ri (seed 004 §4.8.1); unchecked, broadcasts."""
-    return functools.reduce(np.add, times)
+    """Work on one shared resource adds: T_r = sum_i w_ri / p_ri (seed 004 §4.8.1); unchecked, broadcasts (numbers
+    in compiled kernels)."""
+    total = times[0]
+    for t in times[1:]:
+        total = total + t
+    return total
 
 
+@jit.rule(loops=True)
 def overlapped_core(*times):
     """Independent resources overlap, the slowest sets the time: T = max_r T_r (seed 004 §4.8.1); unchecked."""
-    return functools.reduce(np.maximum, times)
+    slowest = times[0]
+    for t in times[1:]:
+        slowest = jit.maximum(slowest, t)
+    return slowest
 
 
+@jit.rule(loops=True)
 def stages_core(*times):
     """Dependent stages run one after another and add (seed 004 §4.8.1); unchecked, broadcasts."""
-    return functools.reduce(np.add, times)
+    return shared_core(*times)
 
 
 def _checked_times(rule: str, times) -> list[np.ndarray]:

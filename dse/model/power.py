@@ -20,8 +20,8 @@ import numpy as np
 from dse.model import jit
 
 __all__ = ["MIN_CLOCK_RATIO", "ACCUMULATOR_BYTES", "memory_power", "sustained_clock_ratio", "average_power",
-           "energy_at_power", "power_density", "voltage_at", "dynamic_energy_scale", "leakage_scale",
-           "matrix_energy_per_flop", "leakage_power", "clock_power", "ClockLaw",
+           "average_power_core", "energy_at_power", "power_density", "voltage_at", "dynamic_energy_scale",
+           "leakage_scale", "matrix_energy_per_flop", "leakage_power", "clock_power", "ClockLaw",
            "fixed_power", "operator_power", "sustained_operating_point", "BISECTION_STEPS"]
 
 #: Bytes of one accumulator value (FP32) a matrix instruction reads and writes.
@@ -214,64 +214,55 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
     shape = np.broadcast_shapes(*(np.shape(x) for x in cols))
     if len(shape) > 2:
         raise ValueError(f"sustained_operating_point takes arrays of up to 2 dimensions, got shape {shape}")
-    rows, ops = (1, 1) if not shape else (1, shape[0]) if len(shape) == 1 else shape
+    laid = (1,) * (2 - len(shape)) + shape  # (points, operators)
 
-    def laid(x):  # (operators or 1, points), a writable copy (one compiled signature): a pass over the points
-        x = np.atleast_2d(np.asarray(x, dtype=float))  # reads one contiguous row
-        return np.array(np.broadcast_to(x, (rows, ops if x.shape[1] > 1 else 1)).T, order="C")
+    def column(x):  # (points or 1, operators or 1): C-ordered float, no copy where it is one already
+        x = np.asarray(x, dtype=float)
+        return np.ascontiguousarray(x.reshape((1,) * (2 - x.ndim) + x.shape))
     with jit.quiet():
-        r, stretch = _operating_points(*(laid(x) for x in cols), float(floor), BISECTION_STEPS)
-    return np.ascontiguousarray(r.T).reshape(shape), np.ascontiguousarray(stretch.T).reshape(shape)
+        r, stretch = _operating_points(*(column(x) for x in cols), laid[0], laid[1], float(floor), BISECTION_STEPS)
+    return r.reshape(shape), stretch.reshape(shape)
 
 
 @jit.rule
-def _entry(x, o, p):
-    """Entry (operator o, point p) of an input laid out (operators or 1, points) (in kernels)."""
-    return x[min(o, x.shape[0] - 1), p]
+def _entry(x, p, o):
+    """Entry (point p, operator o) of an input of shape (points or 1, operators or 1) (in kernels)."""
+    return x[min(p, x.shape[0] - 1), min(o, x.shape[1] - 1)]
 
 
 @jit.kernel
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
-                      scaling, floor, steps):
-    """:func:`sustained_operating_point` on inputs laid out (operators or 1, points): (r, stretch), each (operators,
-    points). One pass over the points per operator finds the entries over TDP at the design clock; those are
-    gathered and bisected with one pass per step (to 2^-steps of the range, the lower end kept). The passes have no
-    branch, so they run on the CPU's vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
-    rows = tdp.shape[1]
-    n_ops = max(tdp.shape[0], e_comp.shape[0], e_mem.shape[0], t_busy.shape[0], t_clocked.shape[0],
-                t_memory.shape[0], leak.shape[0], clock.shape[0], d.shape[0], v_min.shape[0], v_nom.shape[0],
-                v_th.shape[0], v1.shape[0], scaling.shape[0])
-    r_out, s_out = np.ones((n_ops, rows)), np.ones((n_ops, rows))
-    hot = np.empty((n_ops, rows), dtype=np.bool_)
+                      scaling, rows, n_ops, floor, steps):
+    """:func:`sustained_operating_point` on inputs of shape (points or 1, operators or 1): (r, stretch), each
+    (points, operators). One pass over the entries finds those over TDP at the design clock (the inputs read
+    in their own order: no transposed copies); those are gathered and bisected with one pass per step (to
+    2^-steps of the range, the lower end kept). The bisection's passes have no branch, so they run on the CPU's
+    vector lanes (9x the numpy steps' speed, issue 20)."""
+    r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
+    hot = np.empty((rows, n_ops), dtype=np.bool_)
     n_hot = 0
-    for o in range(n_ops):
-        a, b, c, e, f, g = (tdp[min(o, tdp.shape[0] - 1)], e_comp[min(o, e_comp.shape[0] - 1)],
-                            e_mem[min(o, e_mem.shape[0] - 1)], t_busy[min(o, t_busy.shape[0] - 1)],
-                            t_clocked[min(o, t_clocked.shape[0] - 1)], t_memory[min(o, t_memory.shape[0] - 1)])
-        h, i, j, k, m, n = (leak[min(o, leak.shape[0] - 1)], clock[min(o, clock.shape[0] - 1)],
-                            d[min(o, d.shape[0] - 1)], v_min[min(o, v_min.shape[0] - 1)],
-                            v_nom[min(o, v_nom.shape[0] - 1)], v_th[min(o, v_th.shape[0] - 1)])
-        q, s = v1[min(o, v1.shape[0] - 1)], scaling[min(o, scaling.shape[0] - 1)]
-        hot_o = hot[o]
-        for p in range(rows):
-            hot_o[p] = operator_power_core(1.0, b[p], c[p], e[p], f[p], g[p], h[p], i[p], j[p], k[p], m[p], n[p],
-                                           q[p], s[p]) > a[p]
-        for p in range(rows):
-            n_hot += hot_o[p]
+    for p in range(rows):
+        for o in range(n_ops):
+            h = operator_power_core(1.0, _entry(e_comp, p, o), _entry(e_mem, p, o), _entry(t_busy, p, o),
+                                    _entry(t_clocked, p, o), _entry(t_memory, p, o), _entry(leak, p, o),
+                                    _entry(clock, p, o), _entry(d, p, o), _entry(v_min, p, o), _entry(v_nom, p, o),
+                                    _entry(v_th, p, o), _entry(v1, p, o), _entry(scaling, p, o)) > _entry(tdp, p, o)
+            hot[p, o] = h
+            n_hot += h
     if n_hot == 0:
         return r_out, s_out
-    at_o, at_p = np.empty(n_hot, dtype=np.int64), np.empty(n_hot, dtype=np.int64)
+    at_p, at_o = np.empty(n_hot, dtype=np.int64), np.empty(n_hot, dtype=np.int64)
     vals = np.empty((14, n_hot))
     w = 0
-    for o in range(n_ops):
-        for p in range(rows):
-            if hot[o, p]:
-                at_o[w], at_p[w] = o, p
-                vals[0, w], vals[1, w], vals[2, w] = _entry(tdp, o, p), _entry(e_comp, o, p), _entry(e_mem, o, p)
-                vals[3, w], vals[4, w] = _entry(t_busy, o, p), _entry(t_clocked, o, p)
-                vals[5, w], vals[6, w], vals[7, w] = _entry(t_memory, o, p), _entry(leak, o, p), _entry(clock, o, p)
-                vals[8, w], vals[9, w], vals[10, w] = _entry(d, o, p), _entry(v_min, o, p), _entry(v_nom, o, p)
-                vals[11, w], vals[12, w], vals[13, w] = _entry(v_th, o, p), _entry(v1, o, p), _entry(scaling, o, p)
+    for p in range(rows):
+        for o in range(n_ops):
+            if hot[p, o]:
+                at_p[w], at_o[w] = p, o
+                vals[0, w], vals[1, w], vals[2, w] = _entry(tdp, p, o), _entry(e_comp, p, o), _entry(e_mem, p, o)
+                vals[3, w], vals[4, w] = _entry(t_busy, p, o), _entry(t_clocked, p, o)
+                vals[5, w], vals[6, w], vals[7, w] = _entry(t_memory, p, o), _entry(leak, p, o), _entry(clock, p, o)
+                vals[8, w], vals[9, w], vals[10, w] = _entry(d, p, o), _entry(v_min, p, o), _entry(v_nom, p, o)
+                vals[11, w], vals[12, w], vals[13, w] = _entry(v_th, p, o), _entry(v1, p, o), _entry(scaling, p, o)
                 w += 1
     t, ec, em, tb, tc, tm, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4],
                                                                    vals[5], vals[6], vals[7], vals[8], vals[9],
@@ -291,8 +282,8 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                                        clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z]), vnom[z])
         over = p_floor > t[z]
         st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
-        r_out[at_o[z], at_p[z]] = jit.where(over, floor, lo[z])
-        s_out[at_o[z], at_p[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
+        r_out[at_p[z], at_o[z]] = jit.where(over, floor, lo[z])
+        s_out[at_p[z], at_o[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
     return r_out, s_out
 
 
@@ -324,7 +315,13 @@ def average_power(energy_j, time_s):
     """Average power over an interval: E / T, 0 for an empty interval (seed 004 §4.1.3: 0.534 J over
     4.88 ms ~ 110 W). The evaluator's step power, each operator's power and the power ceiling's inputs."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(time_s > 0, energy_j / time_s, 0.0)
+        return average_power_core(energy_j, time_s)
+
+
+@jit.rule
+def average_power_core(energy_j, time_s):
+    """:func:`average_power` (numbers in kernels, arrays in Python)."""
+    return jit.where(time_s > 0, energy_j / time_s, 0.0)
 
 
 def energy_at_power(power_w, time_s):

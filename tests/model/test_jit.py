@@ -119,6 +119,37 @@ def test_power_rule_compiled_equal_numpy():
     _same_bits(_compiled(power.operator_power_core, 1)(*args)[0], ref)
 
 
+def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
+    """Random (points, operators) and (points, 1) inputs with zeros, signed zeros and infinities mixed in."""
+    def values(shape):
+        x = rng.uniform(0.05, 2.0, shape)
+        mask = rng.random(shape) < 0.15
+        x[mask] = rng.choice(special, mask.sum())
+        return x
+    return [values((rows, n_ops)) for _ in range(n_full)], [values((rows, 1)) for _ in range(n_point)]
+
+
+@pytest.mark.parametrize("kernel, rule, order", [
+    (ev._busy_kernel, ev.busy_at_design_clock, "ffPfffPfPP"),
+    (ev._times_kernel, ev.operator_times, "ffffPfffff"),
+    (ev._energy_kernel, ev.operating_energy, "fPPPPPPPPffffffff"),
+])
+def test_block_kernels_equal_their_rules(kernel, rule, order):
+    """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
+    its rule on the same arrays; ``order``: the rule's arguments, f a (points, operators) one, P a per-point one
+    (the kernels take the former first, then the latter, in the rule's order)."""
+    rng = np.random.default_rng(RNG_SEED + 5)
+    full, per_point = _block_inputs(rng, 37, 5, order.count("f"), order.count("P"))
+    it_f, it_p = iter(full), iter(per_point)
+    args = [next(it_f) if kind == "f" else next(it_p) for kind in order]
+    with jit.quiet():
+        ref = rule(*args)
+    got = ev._block_kernel(kernel, tuple(full), tuple(per_point))
+    assert len(got) == len(ref)
+    for r, g in zip(ref, got):
+        _same_bits(g, np.broadcast_to(r, g.shape))
+
+
 def test_sustained_clock_meets_its_definition():
     """dse.model.power.sustained_operating_point (compiled: _operating_points) on (points x operators) arrays: 1
     within TDP at the design clock; else the lower end of a 2^-steps bracket: the power there within TDP (or it is
