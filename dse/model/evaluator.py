@@ -836,15 +836,6 @@ def _sum(x, cnt):
     return np.einsum("ij,j->i", np.ascontiguousarray(x), cnt)
 
 
-def _by_bound(bound_idx, tw) -> np.ndarray:
-    """(resources, rows): per point, the sum of ``tw`` over the operators of each bound resource (one pass)."""
-    b, w = np.broadcast_arrays(bound_idx, tw)
-    nb, rows = len(BOUND_NAMES), b.shape[0]
-    keys = b + (np.arange(rows) * nb)[:, None]
-    sums = np.bincount(keys.ravel(), weights=w.ravel(), minlength=rows * nb)
-    return np.ascontiguousarray(sums.reshape(rows, nb).T)
-
-
 def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     """(rows,) the largest double-buffered working set over the GEMM-like operators, 0 without one.
 
@@ -970,20 +961,61 @@ def _times_kernel(padded_flops, flops, rate, cr, wave_eff, t_vector1, t_l2_1, t_
     return out
 
 
+#: the per-point sums and extremes of :func:`_energy_kernel` (rows of its second output)
+POINT_SUMS = ("e_compute", "e_fixed", "e_register", "e_local", "e_l2", "device", "bound_matrix", "bound_vector",
+              "bound_memory", "bound_l2", "bound_local", "clock_flops", "clock_min", "voltage_flops", "voltage_min",
+              "power_max")
+
+
 @jit.kernel
-def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2, t_local, d, v_min, v_nom, v_th,
-                   v1, scaling, leak, clk):
-    """:func:`operating_energy` over a block ((points, operators) arrays, then the per-point clock law, leakage
-    and clock power); (7, points, operators)."""
+def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2, t_local, padded_flops, reg_bytes,
+                   local_bytes, l2_bytes, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1,
+                   count, grouped):
+    """:func:`operating_energy` over a block ((points, operators) arrays, then per point the clock law, leakage,
+    clock power, the on-chip levels' J/B and the design voltage's energy scale s1, then per operator its count and
+    1 where it is one of a fused attention block's). Returns (4, points, operators): the compute energy, the fixed
+    power and energy, the bound; and (len(POINT_SUMS), points): over the operators, x their counts, the sums of
+    the compute and fixed energies, of the registers', local buffers' and L2's energies at the sustained voltage,
+    of the operators' times (all, and by bound); the FLOP-weighted sums and the minima of the clock ratio and the
+    voltage; the highest power of an operator outside the fused blocks (-inf without one). The operators of a
+    point are summed one after another (numpy's pairwise sums differ in the last bits)."""
     rows, n_ops = cr.shape
-    out = np.empty((7, rows, n_ops))
+    out = np.empty((4, rows, n_ops))
+    sums = np.empty((len(POINT_SUMS), rows))
     for p in range(rows):
         dd, a, b, c, e, f, g, h = d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p], leak[p], clk[p]
+        er, el, e2, s = e_reg[p], e_loc[p], e_l2[p], s1[p]
+        s_comp = s_fixed = s_reg = s_loc = s_l2 = s_dev = s_cr = s_v = 0.0
+        b_mat = b_vec = b_mem = b_l2 = b_loc = 0.0
+        cr_min, v_min_o, p_max = np.inf, np.inf, -np.inf
         for o in range(n_ops):
-            out[0, p, o], out[1, p, o], out[2, p, o], out[3, p, o], out[4, p, o], out[5, p, o], out[6, p, o] = \
-                operating_energy(cr[p, o], dd, a, b, c, e, f, g, h, e_comp1[p, o], e_mem[p, o], t_op[p, o],
-                                 t_matrix[p, o], t_vector[p, o], t_memory[p, o], t_l2[p, o], t_local[p, o])
-    return out
+            v, e_scale, e_comp, p_fixed, e_fixed, bound, power = operating_energy(
+                cr[p, o], dd, a, b, c, e, f, g, h, e_comp1[p, o], e_mem[p, o], t_op[p, o], t_matrix[p, o],
+                t_vector[p, o], t_memory[p, o], t_l2[p, o], t_local[p, o])
+            out[0, p, o], out[1, p, o], out[2, p, o], out[3, p, o] = e_comp, p_fixed, e_fixed, bound
+            n = count[o]
+            tw = t_op[p, o] * n
+            pf = padded_flops[p, o] * n
+            s_comp += e_comp * n
+            s_fixed += e_fixed * n
+            s_reg += reg_bytes[p, o] * er * s * e_scale * n
+            s_loc += local_bytes[p, o] * el * s * e_scale * n
+            s_l2 += l2_bytes[p, o] * e2 * s * e_scale * n
+            s_dev += tw
+            b_mat += jit.where(bound == 0.0, tw, 0.0)
+            b_vec += jit.where(bound == 1.0, tw, 0.0)
+            b_mem += jit.where(bound == 2.0, tw, 0.0)
+            b_l2 += jit.where(bound == 3.0, tw, 0.0)
+            b_loc += jit.where(bound == 4.0, tw, 0.0)
+            s_cr += cr[p, o] * pf
+            cr_min = jit.minimum(cr_min, cr[p, o])
+            s_v += v * pf
+            v_min_o = jit.minimum(v_min_o, v)
+            p_max = jit.where(grouped[o] > 0.5, p_max, jit.maximum(p_max, power))
+        sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p], sums[5, p] = s_comp, s_fixed, s_reg, s_loc, s_l2, s_dev
+        sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
+        sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v, v_min_o, p_max
+    return out, sums
 
 
 def _full(x, shape) -> np.ndarray:
@@ -1002,13 +1034,15 @@ def _per_point(x, rows: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(x.reshape(-1), (rows,)))
 
 
-def _block_kernel(kernel, full: tuple, per_point: tuple) -> np.ndarray:
-    """Run one of the block's kernels on its (points, operators) and per-point arguments, laid out as it takes
-    them: the outputs stacked, each of the arguments' broadcast shape (as numpy would give)."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in full + per_point))
+def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
+    """Run one of the block's kernels on its (points, operators), per-point and per-operator ((operators,))
+    arguments, laid out as it takes them: the outputs stacked, each of the arguments' broadcast shape (as numpy
+    would give)."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in full + per_point), *((1, np.size(x)) for x in per_op))
     shape = (1,) * (2 - len(shape)) + shape
     with jit.quiet():
-        return kernel(*(_full(x, shape) for x in full), *(_per_point(x, shape[0]) for x in per_point))
+        return kernel(*(_full(x, shape) for x in full), *(_per_point(x, shape[0]) for x in per_point),
+                      *(np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), shape[1:])) for x in per_op))
 
 
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
@@ -1235,19 +1269,28 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         t_op = _expert_parallel_load(c, info, t_op, t_memory, (t_matrix, t_vector, t_l2, t_local))
     # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs;
     # the bound (the first resource with the largest time) and the power each operator draws
-    v_op, e_scale, E_compute_op, p_fixed_op, E_fixed_op, bound, op_power = _block_kernel(
-        _energy_kernel, (cr, E_compute_op, E_mem_op, t_op, t_matrix, t_vector, t_memory, t_l2, t_local),
-        (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling, c.leak, c.clk))
+    # the bound (the first resource with the largest time), the power each operator draws; their sums over the
+    # operators (_energy_kernel)
+    grouped = np.zeros(len(ops.names))
+    for cols in ops.attn_groups:
+        grouped[list(cols)] = 1.0
+    (E_compute_op, p_fixed_op, E_fixed_op, bound), sums = _block_kernel(
+        _energy_kernel, (cr, E_compute_op, E_mem_op, t_op, t_matrix, t_vector, t_memory, t_l2, t_local,
+                         padded_flops, reg_bytes, local_bytes, l2_bytes),
+        (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling, c.leak, c.clk, c.e_reg, c.e_loc, c.e_l2, s1),
+        (cnt, grouped))
+    point = dict(zip(POINT_SUMS, sums))
     bound_idx = bound.astype(np.int64)
-    E_compute = _sum(E_compute_op, cnt)
-    # the sustained clock reported per point: the FLOP-weighted mean of the operators' clocks
-    cr_point = np.where(tot_padded > 0, (cr * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0),
-                        cr.min(axis=1, keepdims=True))
+    E_compute = point["e_compute"]
+    # the sustained clock and the voltage reported per point: the FLOP-weighted means of the operators' (the
+    # lowest without FLOPs)
+    tot1 = tot_padded[:, 0]
+    cr1 = np.where(tot1 > 0, point["clock_flops"] / np.maximum(tot1, 1.0), point["clock_min"])
+    voltage = np.where(tot1 > 0, point["voltage_flops"] / np.maximum(tot1, 1.0), point["voltage_min"])
 
     step_oh = c.step_oh[:, 0]
-    tw = t_op * cnt
     launches = (koh * cnt).sum(axis=1)
-    device = tw.sum(axis=1)
+    device = point["device"]
     # ---- scale-up links (seed 004 §4.5.3: T = alpha + V / R per step), dependent stages after the device work
     work = pipeline.overlapped_core(device, launches)  # host launches overlap the device's work (seed 004 §4.8.1)
     p_sys, m_mb = c.nsys[:, 0], info.micro_batches
@@ -1265,7 +1308,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     busy = device / stages
     with np.errstate(invalid="ignore"):  # (a design that cannot run: inf - inf outside its operators)
         outside = np.where(np.isfinite(time_s), np.maximum(time_s - busy, 0.0), 0.0)
-    E_static = _sum(E_fixed_op, cnt) / stages + pw.energy_at_power(fixed1[:, 0], outside)
+    E_static = point["e_fixed"] / stages + pw.energy_at_power(fixed1[:, 0], outside)
     energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
@@ -1277,10 +1320,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
-    t_bound = _by_bound(bound_idx, tw)
+    t_bound = sums[POINT_SUMS.index("bound_matrix"):POINT_SUMS.index("bound_local") + 1]
     w = info
     tokens, flops = w.tokens, w.flops
-    cr1 = cr_point[:, 0]
     peak_fmt = peak_main[:, 0]
     out = {
         "time_s": time_s,
@@ -1302,8 +1344,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "pipeline_bubble": bubble,
         "t_die_link_s": _sum(np.broadcast_to(t_d2d, t_op.shape), cnt),
         "die_link_bytes": d2d_tot,
-        "die_placement_centralized": np.where(np.broadcast_to(central, tw.shape) > 0, tw, 0.0).sum(axis=1)
-        / np.maximum(device, 1e-300),
+        "die_placement_centralized": (np.where(np.broadcast_to(central, t_op.shape) > 0, t_op * cnt, 0.0).sum(axis=1)
+                                      / np.maximum(device, 1e-300) if np.any(central) else np.zeros(time_s.shape)),
         "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(time_s.shape, np.nan)),
         "system_chips": p_sys,
         "time_matrix_bound_s": t_bound[0],
@@ -1329,9 +1371,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "energy_memory_j": E_mem,
         "energy_compute_j": E_compute,
         "energy_static_j": E_static,
-        "energy_register_j": _sum(np.broadcast_to(reg_bytes * c.e_reg * s1 * e_scale, t_op.shape), cnt),
-        "energy_local_j": _sum(np.broadcast_to(local_bytes * c.e_loc * s1 * e_scale, t_op.shape), cnt),
-        "energy_l2_j": _sum(np.broadcast_to(l2_bytes * c.e_l2 * s1 * e_scale, t_op.shape), cnt),
+        "energy_register_j": point["e_register"],
+        "energy_local_j": point["e_local"],
+        "energy_l2_j": point["e_l2"],
         "energy_weights_j": bytes_w_tot * e_w[:, 0],
         "energy_kv_j": bytes_kv_tot * e_mem[:, 0],
         "energy_per_token_j": energy / tokens,
@@ -1342,13 +1384,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
     # three operators draw theirs together, over the block's time)
+    peak_power = point["power_max"]  # (the operators outside the fused blocks)
     for cols in ops.attn_groups:
         cols = list(cols)
         e_g = np.broadcast_to(E_compute_op + E_mem_op, t_op.shape)[:, cols].sum(axis=1, keepdims=True)
-        op_power = np.array(np.broadcast_to(op_power, t_op.shape))
-        op_power[:, cols] = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
+        p_g = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
             np.broadcast_to(p_fixed_op, t_op.shape)[:, cols]
-    out["peak_power_w"] = op_power.max(axis=1)
+        peak_power = np.maximum(peak_power, p_g.max(axis=1))
+    out["peak_power_w"] = peak_power
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5
     out["static_power_w"] = leak1[:, 0]
@@ -1356,9 +1399,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["fixed_power_w"] = fixed1[:, 0]
     out["idle_power_w"] = (c.leak * pw.leakage_scale(c.v_min, v_nom))[:, 0]
     out["memory_throttled"] = mem_throttled.any(axis=1)
-    vv, pp = np.broadcast_arrays(v_op, pf_cnt)  # the FLOP-weighted mean voltage (the lowest without FLOPs)
-    tp = pp.sum(axis=1)
-    out["voltage_v"] = np.where(tp > 0, (vv * pp).sum(axis=1) / np.maximum(tp, 1.0), vv.min(axis=1))
+    out["voltage_v"] = voltage
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)

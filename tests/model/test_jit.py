@@ -132,7 +132,6 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
 @pytest.mark.parametrize("kernel, rule, order", [
     (ev._busy_kernel, ev.busy_at_design_clock, "ffPfffPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
-    (ev._energy_kernel, ev.operating_energy, "fPPPPPPPPffffffff"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
@@ -148,6 +147,50 @@ def test_block_kernels_equal_their_rules(kernel, rule, order):
     assert len(got) == len(ref)
     for r, g in zip(ref, got):
         _same_bits(g, np.broadcast_to(r, g.shape))
+
+
+def test_energy_kernel_equals_its_rule_and_sums():
+    """The operating-point kernel: per element, to the bit, what numpy gives running dse.model.evaluator's
+    operating_energy on the same arrays; per point, the sums over the operators (x their counts) of the energies,
+    the times (all, and by bound), the FLOP-weighted clock and voltage, their minima and the highest power outside
+    the fused blocks, computed here with numpy from the rule's outputs (within 1e-13: the kernel adds the operators
+    one after another)."""
+    rng = np.random.default_rng(RNG_SEED + 6)
+    rows, n_ops = 41, 6
+    full, per_point = _block_inputs(rng, rows, n_ops, 13, 12, special=np.array([0.0, 1.0, 2.5]))
+    count = rng.choice([1.0, 2.0, 36.0], n_ops)
+    grouped = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    (cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2, t_local, padded, reg, loc, l2) = full
+    d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
+    with jit.quiet():
+        v, e_scale, e_comp, p_fixed, e_fixed, bound, power_op = ev.operating_energy(
+            cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory,
+            t_l2, t_local)
+    per_element, sums = ev._block_kernel(ev._energy_kernel, tuple(full), tuple(per_point), (count, grouped))
+    for r, g in zip((e_comp, p_fixed, e_fixed, bound), per_element):
+        _same_bits(g, r)
+    tw = t_op * count
+    with np.errstate(invalid="ignore"):  # (0 x inf: NaN in both)
+        expected = _expected_sums(locals(), count, grouped)
+    assert set(expected) == set(ev.POINT_SUMS)
+    for i, name in enumerate(ev.POINT_SUMS):
+        np.testing.assert_allclose(sums[i], expected[name], rtol=1e-13, atol=0, err_msg=name)
+    assert (bound != bound.astype(int)).sum() == 0 and set(np.unique(bound)) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+
+
+def _expected_sums(x, count, grouped):
+    """The energy kernel's per-point sums, with numpy, from the rule's outputs and the inputs (names in ``x``)."""
+    cr, v, e_scale, bound, tw, padded = x["cr"], x["v"], x["e_scale"], x["bound"], x["tw"], x["padded"]
+    s1 = x["s1"]
+    return dict(
+        e_compute=(x["e_comp"] * count).sum(1), e_fixed=(x["e_fixed"] * count).sum(1),
+        e_register=(x["reg"] * x["e_reg"] * s1 * e_scale * count).sum(1),
+        e_local=(x["loc"] * x["e_loc"] * s1 * e_scale * count).sum(1),
+        e_l2=(x["l2"] * x["e_l2"] * s1 * e_scale * count).sum(1), device=tw.sum(1),
+        **{f"bound_{name}": np.where(bound == i, tw, 0.0).sum(1)
+           for i, name in enumerate(("matrix", "vector", "memory", "l2", "local"))},
+        clock_flops=(cr * padded * count).sum(1), clock_min=cr.min(1), voltage_flops=(v * padded * count).sum(1),
+        voltage_min=v.min(1), power_max=x["power_op"][:, grouped == 0].max(1))
 
 
 def test_sustained_clock_meets_its_definition():
