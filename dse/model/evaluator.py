@@ -752,75 +752,103 @@ def _by_format(per_fmt: dict, ops: OpTable) -> np.ndarray:
     return out
 
 
+@jit.rule
+def fused_block_time(m0, m1, m2, v0, v1, v2, l0, l1, l2, waves, floor, cap):
+    """The time of a fused attention block (QK, softmax, PV) from its three operators' matrix (m), vector (v) and
+    local-buffer (l) times, seed 004 §4.2.3 (Example 4-1): the matrix unit, the exponentials (the vector unit) and
+    the local buffer work on different blocks at once, so once the pipeline runs the block interval is the slowest
+    resource's (per resource the three operators' times add, seed 004 §4.8.1: pipeline.shared_core; the resources
+    overlap: pipeline.overlapped_core). Each unit's first block still passes the three stages one after the other:
+    over the w blocks a unit computes (``waves``), its own resources take S / w + O (1 - 1 / w), S the three
+    operators' times on them one after the other, O their overlap (one block: S; many: the steady interval).
+    ``floor``: the resources the units share (main memory, L2, die-to-die link) stay busy through the other units'
+    first blocks; ``cap``: never more than the three operators in a row."""
+    s_loc = pipeline.shared_core(pipeline.overlapped_core(m0, v0, l0), pipeline.overlapped_core(m1, v1, l1),
+                                 pipeline.overlapped_core(m2, v2, l2))
+    o_loc = pipeline.overlapped_core(pipeline.shared_core(m0, m1, m2), pipeline.shared_core(v0, v1, v2),
+                                     pipeline.shared_core(l0, l1, l2))
+    w = jit.maximum(waves, 1.0)
+    pipe = jit.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
+    return jit.minimum(jit.maximum(pipe, floor), cap)
+
+
+@jit.kernel
+def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy, local_clocked, busy1, clocked1,
+                            e_comp, e_mem, t_memory, waves, c0, c1, c2):
+    """The power ceiling's inputs of the fused attention block in columns c0, c1, c2 of (points, operators)
+    arrays: (7, points): its busy time at the design clock without and with the waves' loss
+    (:func:`fused_block_time`, the L2 as the floor, the operators' own busy times in a row as the cap), its
+    compute and memory energies and its memory time (the three operators' sums)."""
+    rows = matrix_busy.shape[0]
+    out = np.empty((5, rows))
+    for p in range(rows):
+        floor = pipeline.shared_core(l2[p, c0], l2[p, c1], l2[p, c2])
+        w = waves[p, c0]
+        out[0, p] = fused_block_time(matrix_busy[p, c0], matrix_busy[p, c1], matrix_busy[p, c2], vector[p, c0],
+                                     vector[p, c1], vector[p, c2], local_busy[p, c0], local_busy[p, c1],
+                                     local_busy[p, c2], w, floor,
+                                     pipeline.shared_core(busy1[p, c0], busy1[p, c1], busy1[p, c2]))
+        out[1, p] = fused_block_time(matrix_clocked[p, c0], matrix_clocked[p, c1], matrix_clocked[p, c2],
+                                     vector[p, c0], vector[p, c1], vector[p, c2], local_clocked[p, c0],
+                                     local_clocked[p, c1], local_clocked[p, c2], w, floor,
+                                     pipeline.shared_core(clocked1[p, c0], clocked1[p, c1], clocked1[p, c2]))
+        out[2, p] = pipeline.shared_core(e_comp[p, c0], e_comp[p, c1], e_comp[p, c2])
+        out[3, p] = pipeline.shared_core(e_mem[p, c0], e_mem[p, c1], e_mem[p, c2])
+        out[4, p] = pipeline.shared_core(t_memory[p, c0], t_memory[p, c1], t_memory[p, c2])
+    return out
+
+
 def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clocked_parts, busy1, clocked1, t_memory,
                      waves, tdp, leak, clk, law):
     """The sustained clock of each fused attention block (QK, softmax, PV), whose operators run at once
     (:func:`_attention_overlap`): one operating point for the three (dse.model.power.sustained_operating_point)
     on their summed energies over the block's busy time at the design clock (the same pipeline of the units'
-    own resources, ``busy_parts``: matrix, vector, L2, local buffer, with the L2 as a floor) and their summed
-    memory time."""
+    own resources, ``busy_parts``: matrix, vector, L2, local buffer, with the L2 as a floor: :func:`fused_block_time`;
+    with and without the waves' loss, as the power ceiling takes them) and their summed memory time. (The
+    block's time at the clock found is at least its time here over that clock: _attention_overlap.)"""
     shape = np.broadcast_shapes(np.shape(cr), np.shape(e_comp), np.shape(busy1))
     cr, stretch = np.array(np.broadcast_to(cr, shape)), np.array(np.broadcast_to(stretch, shape))
-
-    def cut(x, cols):
-        return np.broadcast_to(x, shape)[:, cols]
-
+    (matrix_b, vector, l2, local_b), (matrix_c, _, _, local_c) = busy_parts, clocked_parts
+    full = tuple(_full(x, shape) for x in (matrix_b, matrix_c, vector, l2, local_b, local_c, busy1, clocked1, e_comp,
+                                          e_mem, t_memory, waves))
     for cols in ops.attn_groups:
-        cols = list(cols)
-        w = np.maximum(cut(waves, cols)[:, :1], 1.0)
-
-        def block(parts, in_a_row):  # the block's time from the per-operator times of its resources
-            matrix, vector, l2, local = (cut(x, cols) for x in parts)
-            s_loc = pipeline.overlapped_core(matrix, vector, local).sum(axis=1, keepdims=True)
-            o_loc = pipeline.overlapped_core(*(x.sum(axis=1, keepdims=True) for x in (matrix, vector, local)))
-            with np.errstate(invalid="ignore"):
-                pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
-            return np.minimum(np.maximum(pipe, l2.sum(axis=1, keepdims=True)), in_a_row)
-
-        # (with and without the waves' loss, as the power ceiling takes them; the block's time at the clock found
-        # is at least its time here over that clock: _attention_overlap)
-        busy_g = block(busy_parts, cut(busy1, cols).sum(axis=1, keepdims=True))
-        clocked_g = block(clocked_parts, cut(clocked1, cols).sum(axis=1, keepdims=True))
-        r, st = pw.sustained_operating_point(tdp, cut(e_comp, cols).sum(axis=1, keepdims=True),
-                                             cut(e_mem, cols).sum(axis=1, keepdims=True), busy_g, clocked_g,
-                                             cut(t_memory, cols).sum(axis=1, keepdims=True), leak, clk, law,
-                                             MIN_CLOCK_RATIO)
-        cr[:, cols], stretch[:, cols] = r, st
+        with jit.quiet():
+            busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(*full, *(int(c) for c in cols))
+        r, st = pw.sustained_operating_point(tdp, e_comp_g[:, None], e_mem_g[:, None], busy_g[:, None],
+                                             clocked_g[:, None], t_mem_g[:, None], leak, clk, law, MIN_CLOCK_RATIO)
+        cr[:, list(cols)], stretch[:, list(cols)] = r, st
     return cr, stretch
 
 
-def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
-    """Operator times of each fused attention block (QK, softmax, PV) whose blocks pipeline across resources.
+@jit.kernel
+def _attention_overlap_kernel(t_op, matrix, vector, memory, l2, local, d2d, scale, waves, c0, c1, c2):
+    """:func:`_attention_overlap` for the block in columns c0, c1, c2: ``t_op`` scaled in place."""
+    for p in range(t_op.shape[0]):
+        serial = pipeline.shared_core(t_op[p, c0], t_op[p, c1], t_op[p, c2])
+        floor = pipeline.overlapped_core(pipeline.shared_core(memory[p, c0], memory[p, c1], memory[p, c2]),
+                                         pipeline.shared_core(l2[p, c0], l2[p, c1], l2[p, c2]),
+                                         pipeline.shared_core(d2d[p, c0], d2d[p, c1], d2d[p, c2]))
+        total = fused_block_time(matrix[p, c0] * scale[p, c0], matrix[p, c1] * scale[p, c1],
+                                 matrix[p, c2] * scale[p, c2], vector[p, c0] * scale[p, c0],
+                                 vector[p, c1] * scale[p, c1], vector[p, c2] * scale[p, c2],
+                                 local[p, c0] * scale[p, c0], local[p, c1] * scale[p, c1],
+                                 local[p, c2] * scale[p, c2], waves[p, c0], floor, serial)
+        share = jit.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
+        t_op[p, c0], t_op[p, c1], t_op[p, c2] = t_op[p, c0] * share, t_op[p, c1] * share, t_op[p, c2] * share
 
-    seed 004 §4.2.3 (Example 4-1): the matrix unit, the exponentials (the vector unit) and the shared-memory
-    interface work on different blocks at once, so once the pipeline runs the block interval is the slowest
-    resource's: per resource the three operators' times add (work on one resource adds, seed 004 §4.8.1:
-    :func:`dse.model.pipeline.shared_core`), and the resources overlap (:func:`~dse.model.pipeline.
-    overlapped_core`). Each unit's first block still passes its three stages one after the other: over the w
-    blocks a unit computes (QK's waves), its own resources (matrix, vector, local buffer) take
-    S / w + O (1 - 1 / w), S the three operators' times on them one after the other, O their overlap (one
-    block: S; many: the steady interval). The resources the units share (main memory, L2, die-to-die link)
-    stay busy through the other units' first blocks: their sums are a floor. The block's time, never more
-    than the three operators' own times in a row, is shared among them in proportion to those times.
-    ``resources``: the per-operator times (matrix, vector, memory, L2, local buffer, die-to-die link);
-    ``scale``: dies where an operator runs centralized on one die (its units' work takes dies x its time).
-    """
-    shape = np.broadcast_shapes(t_op.shape, *(np.shape(r) for r in resources))
-    t_op = np.array(np.broadcast_to(t_op, shape))
+
+def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
+    """Operator times of each fused attention block (QK, softmax, PV) whose blocks pipeline across resources
+    (:func:`fused_block_time`): the block's time, never more than the three operators' own times in a row, is
+    shared among them in proportion to those times. ``resources``: the per-operator times (matrix, vector,
+    memory, L2, local buffer, die-to-die link); ``scale``: dies where an operator runs centralized on one die (its
+    units' work takes dies x its time); ``waves``: the blocks each unit computes (QK's waves)."""
+    shape = np.broadcast_shapes(t_op.shape, *(np.shape(r) for r in resources), np.shape(scale), np.shape(waves))
+    t_op = np.array(np.broadcast_to(t_op, shape), dtype=float)
+    full = tuple(_full(x, shape) for x in (*resources, scale, waves))
     for cols in ops.attn_groups:
-        cols = list(cols)
-        serial = t_op[:, cols].sum(axis=1)
-        local = [np.broadcast_to(resources[i], shape)[:, cols] * np.broadcast_to(scale, shape)[:, cols]
-                 for i in (0, 1, 4)]
-        shared = [np.broadcast_to(resources[i], shape)[:, cols].sum(axis=1) for i in (2, 3, 5)]
-        s_loc = pipeline.overlapped_core(*local).sum(axis=1)
-        o_loc = pipeline.overlapped_core(*(r.sum(axis=1) for r in local))
-        w = np.maximum(np.broadcast_to(waves, shape)[:, cols[0]], 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pipe = np.where(w > 1.0, s_loc / w + o_loc * (1.0 - 1.0 / w), s_loc)
-            total = np.minimum(pipeline.overlapped_core(pipe, *shared), serial)
-            share = np.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
-        t_op[:, cols] = t_op[:, cols] * share[:, None]
+        with jit.quiet():
+            _attention_overlap_kernel(t_op, *full, *(int(c) for c in cols))
     return t_op
 
 
@@ -1012,7 +1040,8 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
             s_v += v * pf
             v_min_o = jit.minimum(v_min_o, v)
             p_max = jit.where(grouped[o] > 0.5, p_max, jit.maximum(p_max, power))
-        sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p], sums[5, p] = s_comp, s_fixed, s_reg, s_loc, s_l2, s_dev
+        sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p] = s_comp, s_fixed, s_reg, s_loc, s_l2
+        sums[5, p] = s_dev
         sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
         sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v, v_min_o, p_max
     return out, sums

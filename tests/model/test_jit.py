@@ -193,6 +193,33 @@ def _expected_sums(x, count, grouped):
         voltage_min=v.min(1), power_max=x["power_op"][:, grouped == 0].max(1))
 
 
+def test_fused_block_time_compiled_equals_numpy_and_pipelines():
+    """dse.model.evaluator.fused_block_time (a fused attention block's time, seed 004 §4.2.3) compiled and in numpy,
+    to the bit; and what it means: one block per unit (w = 1) takes the three operators' own resources one after
+    the other (S = sum over operators of their slowest own resource), many blocks approach the slowest resource's
+    sum (O), more blocks never take longer, and the result lies within [floor, cap] where floor <= cap."""
+    rng = np.random.default_rng(RNG_SEED + 7)
+    n = 3000
+    times = [rng.choice([0.0, 1e-6, 3e-6, 1e-5], n) * rng.uniform(0.5, 2.0, n) for _ in range(9)]
+    waves, floor = rng.choice([1.0, 2.0, 7.0, 1e9], n), rng.uniform(0.0, 1e-5, n)
+    cap = floor + rng.uniform(0.0, 1e-4, n)
+    args = [*times, waves, floor, cap]
+    with jit.quiet():
+        ref = ev.fused_block_time(*args)
+    _same_bits(_compiled(ev.fused_block_time, 1)(*args)[0], ref)
+    m, v, loc = np.array(times[0:3]), np.array(times[3:6]), np.array(times[6:9])
+    s_serial = np.maximum(np.maximum(m, v), loc).sum(axis=0)
+    o_overlap = np.maximum(np.maximum(m.sum(axis=0), v.sum(axis=0)), loc.sum(axis=0))
+    clip = lambda x: np.minimum(np.maximum(x, floor), cap)  # noqa: E731
+    one = ev.fused_block_time(*times, np.ones(n), floor, cap)
+    np.testing.assert_allclose(one, clip(s_serial), rtol=1e-15)
+    many = ev.fused_block_time(*times, np.full(n, 1e12), floor, cap)
+    np.testing.assert_allclose(many, clip(o_overlap), rtol=1e-9)
+    assert (ref >= floor).all() and (ref <= cap).all()
+    more = ev.fused_block_time(*times, waves * 2.0, floor, cap)
+    assert (more <= ref * (1 + 1e-15)).all()
+
+
 def test_sustained_clock_meets_its_definition():
     """dse.model.power.sustained_operating_point (compiled: _operating_points) on (points x operators) arrays: 1
     within TDP at the design clock; else the lower end of a 2^-steps bracket: the power there within TDP (or it is
