@@ -992,7 +992,7 @@ def _times_kernel(padded_flops, flops, rate, cr, wave_eff, t_vector1, t_l2_1, t_
 #: the per-point sums and extremes of :func:`_energy_kernel` (rows of its second output)
 POINT_SUMS = ("e_compute", "e_fixed", "e_register", "e_local", "e_l2", "device", "bound_matrix", "bound_vector",
               "bound_memory", "bound_l2", "bound_local", "clock_flops", "clock_min", "voltage_flops", "voltage_min",
-              "power_max")
+              "power_max", "bound_code")
 
 
 @jit.kernel
@@ -1005,8 +1005,9 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     power and energy, the bound; and (len(POINT_SUMS), points): over the operators, x their counts, the sums of
     the compute and fixed energies, of the registers', local buffers' and L2's energies at the sustained voltage,
     of the operators' times (all, and by bound); the FLOP-weighted sums and the minima of the clock ratio and the
-    voltage; the highest power of an operator outside the fused blocks (-inf without one). The operators of a
-    point are summed one after another (numpy's pairwise sums differ in the last bits)."""
+    voltage; the highest power of an operator outside the fused blocks (-inf without one); the bound with the most
+    time (0 .. 4: the first of the largest, or of the first NaN, as numpy's argmax). The operators of a point are
+    summed one after another (numpy's pairwise sums differ in the last bits)."""
     rows, n_ops = cr.shape
     out = np.empty((4, rows, n_ops))
     sums = np.empty((len(POINT_SUMS), rows))
@@ -1044,6 +1045,11 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
         sums[5, p] = s_dev
         sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
         sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v, v_min_o, p_max
+        code, top = 0.0, b_mat
+        for k, x in enumerate((b_vec, b_mem, b_l2, b_loc)):
+            take = (x > top) or (np.isnan(x) and not np.isnan(top))
+            code, top = jit.where(take, k + 1.0, code), jit.where(take, x, top)
+        sums[16, p] = code
     return out, sums
 
 
@@ -1432,7 +1438,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
-    out["bound_code"] = np.argmax(t_bound, axis=0)
+    out["bound_code"] = point["bound_code"].astype(np.int64)
     # capacity (seed 004 §4.3.1)
     cap_bytes = c.cap[:, 0]
     resident = w.resident

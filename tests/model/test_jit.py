@@ -153,8 +153,8 @@ def test_energy_kernel_equals_its_rule_and_sums():
     """The operating-point kernel: per element, to the bit, what numpy gives running dse.model.evaluator's
     operating_energy on the same arrays; per point, the sums over the operators (x their counts) of the energies,
     the times (all, and by bound), the FLOP-weighted clock and voltage, their minima and the highest power outside
-    the fused blocks, computed here with numpy from the rule's outputs (within 1e-13: the kernel adds the operators
-    one after another)."""
+    the fused blocks and the bound with the most time (numpy's argmax), computed here with numpy from the rule's
+    outputs (within 1e-13: the kernel adds the operators one after another)."""
     rng = np.random.default_rng(RNG_SEED + 6)
     rows, n_ops = 41, 6
     full, per_point = _block_inputs(rng, rows, n_ops, 13, 12, special=np.array([0.0, 1.0, 2.5]))
@@ -182,13 +182,13 @@ def _expected_sums(x, count, grouped):
     """The energy kernel's per-point sums, with numpy, from the rule's outputs and the inputs (names in ``x``)."""
     cr, v, e_scale, bound, tw, padded = x["cr"], x["v"], x["e_scale"], x["bound"], x["tw"], x["padded"]
     s1 = x["s1"]
-    return dict(
+    by_bound = {f"bound_{name}": np.where(bound == i, tw, 0.0).sum(1)
+                for i, name in enumerate(("matrix", "vector", "memory", "l2", "local"))}
+    return dict(**by_bound, bound_code=np.argmax(np.array(list(by_bound.values())), axis=0).astype(float),
         e_compute=(x["e_comp"] * count).sum(1), e_fixed=(x["e_fixed"] * count).sum(1),
         e_register=(x["reg"] * x["e_reg"] * s1 * e_scale * count).sum(1),
         e_local=(x["loc"] * x["e_loc"] * s1 * e_scale * count).sum(1),
         e_l2=(x["l2"] * x["e_l2"] * s1 * e_scale * count).sum(1), device=tw.sum(1),
-        **{f"bound_{name}": np.where(bound == i, tw, 0.0).sum(1)
-           for i, name in enumerate(("matrix", "vector", "memory", "l2", "local"))},
         clock_flops=(cr * padded * count).sum(1), clock_min=cr.min(1), voltage_flops=(v * padded * count).sum(1),
         voltage_min=v.min(1), power_max=x["power_op"][:, grouped == 0].max(1))
 
