@@ -166,7 +166,7 @@ def test_energy_kernel_equals_its_rule_and_sums():
         v, e_scale, e_comp, p_fixed, e_fixed, bound, power_op = ev.operating_energy(
             cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory,
             t_l2, t_local)
-    per_element, sums = ev._block_kernel(ev._energy_kernel, tuple(full), tuple(per_point), (count, grouped))
+    *per_element, sums = ev._block_kernel(ev._energy_kernel, tuple(full), tuple(per_point), (count, grouped))
     for r, g in zip((e_comp, p_fixed, e_fixed, bound), per_element):
         _same_bits(g, r)
     tw = t_op * count
