@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "where", "maximum", "minimum",
-           "is_integer", "quiet", "compiler"]
+           "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -240,6 +240,12 @@ def is_integer(t) -> bool:
     """numba type ``t`` is an integer or a boolean (for :func:`overload_numbers` implementations)."""
     from numba import types
     return isinstance(t, (types.Integer, types.Boolean))
+
+
+def is_array(t) -> bool:
+    """numba type ``t`` is an array (for :func:`overload_numbers` implementations)."""
+    from numba import types
+    return isinstance(t, types.Array)
 
 
 def quiet():

@@ -214,56 +214,87 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
     shape = np.broadcast_shapes(*(np.shape(x) for x in cols))
     if len(shape) > 2:
         raise ValueError(f"sustained_operating_point takes arrays of up to 2 dimensions, got shape {shape}")
-    laid = (1,) * (2 - len(shape)) + shape  # (points, operators)
+    rows, n_ops = (1,) * (2 - len(shape)) + shape  # (points, operators)
 
-    def column(x):  # (points or 1, operators or 1): C-ordered float, no copy where it is one already
+    def laid(x):  # one value per point: (points,); else (points or 1, operators), C-ordered (no copy where it is)
         x = np.asarray(x, dtype=float)
-        return np.ascontiguousarray(x.reshape((1,) * (2 - x.ndim) + x.shape))
+        x = x.reshape((1,) * (2 - x.ndim) + x.shape)
+        if x.shape[1] == 1:
+            return np.ascontiguousarray(np.broadcast_to(x[:, 0], (rows,)))
+        return np.ascontiguousarray(x)
     with jit.quiet():
-        r, stretch = _operating_points(*(column(x) for x in cols), laid[0], laid[1], float(floor), BISECTION_STEPS)
+        r, stretch = _operating_points(*(laid(x) for x in cols), rows, n_ops, float(floor), BISECTION_STEPS)
     return r.reshape(shape), stretch.reshape(shape)
 
 
-@jit.rule
-def _entry(x, p, o):
-    """Entry (point p, operator o) of an input of shape (points or 1, operators or 1) (in kernels)."""
-    return x[min(p, x.shape[0] - 1), min(o, x.shape[1] - 1)]
+def _row(x, p):
+    """Point p's values of an input laid out by :func:`sustained_operating_point`: its value, or its row of
+    operators (a row of one for a per-operator input)."""
+    return x[p] if np.ndim(x) == 1 else x[min(p, len(x) - 1)]
+
+
+def _of(row, o):
+    """Operator o's value in a :func:`_row`: the point's value itself, or the row's entry o."""
+    return row if np.ndim(row) == 0 else row[o]
+
+
+@jit.overload_numbers(_row)
+def _row_numbers(x, p):
+    """:func:`_row` in kernels, by the input's type."""
+    if x.ndim == 1:
+        return lambda x, p: x[p]
+    return lambda x, p: x[min(p, x.shape[0] - 1)]
+
+
+@jit.overload_numbers(_of)
+def _of_numbers(row, o):
+    """:func:`_of` in kernels, by the row's type."""
+    if jit.is_array(row):
+        return lambda row, o: row[o]
+    return lambda row, o: row
 
 
 @jit.kernel
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
                       scaling, rows, n_ops, floor, steps):
-    """:func:`sustained_operating_point` on inputs of shape (points or 1, operators or 1): (r, stretch), each
-    (points, operators). One pass over the entries finds those over TDP at the design clock (the inputs read
-    in their own order: no transposed copies); those are gathered and bisected with one pass per step (to
-    2^-steps of the range, the lower end kept). The bisection's passes have no branch, so they run on the CPU's
-    vector lanes (9x the numpy steps' speed, issue 20)."""
+    """:func:`sustained_operating_point` on inputs of one value per point ((points,)) or of shape (points or 1,
+    operators): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
+    the design clock (a point's values loaded once, the operators on the vector lanes); the entries over are
+    gathered and bisected with one pass per step (to 2^-steps of the range, the lower end kept), again on the
+    vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
     r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
-    hot = np.empty((rows, n_ops), dtype=np.bool_)
+    hot = np.empty(rows * n_ops, dtype=np.bool_)
     n_hot = 0
     for p in range(rows):
+        a, b, c, e, f, g = (_row(tdp, p), _row(e_comp, p), _row(e_mem, p), _row(t_busy, p), _row(t_clocked, p),
+                            _row(t_memory, p))
+        h, i, j, k, m, q = (_row(leak, p), _row(clock, p), _row(d, p), _row(v_min, p), _row(v_nom, p),
+                            _row(v_th, p))
+        u, w = _row(v1, p), _row(scaling, p)
+        base = p * n_ops
         for o in range(n_ops):
-            h = operator_power_core(1.0, _entry(e_comp, p, o), _entry(e_mem, p, o), _entry(t_busy, p, o),
-                                    _entry(t_clocked, p, o), _entry(t_memory, p, o), _entry(leak, p, o),
-                                    _entry(clock, p, o), _entry(d, p, o), _entry(v_min, p, o), _entry(v_nom, p, o),
-                                    _entry(v_th, p, o), _entry(v1, p, o), _entry(scaling, p, o)) > _entry(tdp, p, o)
-            hot[p, o] = h
-            n_hot += h
+            over = operator_power_core(1.0, _of(b, o), _of(c, o), _of(e, o), _of(f, o), _of(g, o), _of(h, o),
+                                       _of(i, o), _of(j, o), _of(k, o), _of(m, o), _of(q, o), _of(u, o),
+                                       _of(w, o)) > _of(a, o)
+            hot[base + o] = over
+            n_hot += over
     if n_hot == 0:
         return r_out, s_out
-    at_p, at_o = np.empty(n_hot, dtype=np.int64), np.empty(n_hot, dtype=np.int64)
+    at = np.empty(n_hot, dtype=np.int64)
     vals = np.empty((14, n_hot))
-    w = 0
-    for p in range(rows):
-        for o in range(n_ops):
-            if hot[p, o]:
-                at_p[w], at_o[w] = p, o
-                vals[0, w], vals[1, w], vals[2, w] = _entry(tdp, p, o), _entry(e_comp, p, o), _entry(e_mem, p, o)
-                vals[3, w], vals[4, w] = _entry(t_busy, p, o), _entry(t_clocked, p, o)
-                vals[5, w], vals[6, w], vals[7, w] = _entry(t_memory, p, o), _entry(leak, p, o), _entry(clock, p, o)
-                vals[8, w], vals[9, w], vals[10, w] = _entry(d, p, o), _entry(v_min, p, o), _entry(v_nom, p, o)
-                vals[11, w], vals[12, w], vals[13, w] = _entry(v_th, p, o), _entry(v1, p, o), _entry(scaling, p, o)
-                w += 1
+    z = 0
+    for x in range(rows * n_ops):
+        if hot[x]:
+            at[z] = x
+            p, o = x // n_ops, x % n_ops
+            vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(e_comp, p), o)
+            vals[2, z], vals[3, z] = _of(_row(e_mem, p), o), _of(_row(t_busy, p), o)
+            vals[4, z], vals[5, z] = _of(_row(t_clocked, p), o), _of(_row(t_memory, p), o)
+            vals[6, z], vals[7, z] = _of(_row(leak, p), o), _of(_row(clock, p), o)
+            vals[8, z], vals[9, z] = _of(_row(d, p), o), _of(_row(v_min, p), o)
+            vals[10, z], vals[11, z] = _of(_row(v_nom, p), o), _of(_row(v_th, p), o)
+            vals[12, z], vals[13, z] = _of(_row(v1, p), o), _of(_row(scaling, p), o)
+            z += 1
     t, ec, em, tb, tc, tm, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4],
                                                                    vals[5], vals[6], vals[7], vals[8], vals[9],
                                                                    vals[10], vals[11], vals[12], vals[13])
@@ -275,6 +306,7 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                                      vth[z], vv1[z], sc[z]) <= t[z]
             lo[z] = mid if ok else lo[z]
             hi[z] = hi[z] if ok else mid
+    r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
     for z in range(n_hot):
         p_floor = operator_power_core(floor, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z],
                                       vnom[z], vth[z], vv1[z], sc[z])
@@ -282,8 +314,8 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                                        clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z]), vnom[z])
         over = p_floor > t[z]
         st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
-        r_out[at_p[z], at_o[z]] = jit.where(over, floor, lo[z])
-        s_out[at_p[z], at_o[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
+        r_flat[at[z]] = jit.where(over, floor, lo[z])
+        s_flat[at[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
     return r_out, s_out
 
 
