@@ -374,7 +374,8 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
     ``levels``: the matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the
     candidate tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M
-    (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O)."""
+    (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes each operator requests
+    with them (:func:`l2_request_bytes`, every tile visible)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast, unit_rate))
     O = len(ops.names)
@@ -387,8 +388,8 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
         op[:, j] = x
     rate = np.array(np.broadcast_to(unit_rate, (rows, O)).T, order="C")  # (a writable copy: one compiled signature)
     with jit.quiet():
-        tm, tn, split = _default_tiles_kernel(point, op, rate)
-    return tm, tn, 4 * ik, split
+        tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate)
+    return tm, tn, 4 * ik, split, l2_bytes
 
 
 @jit.rule
@@ -481,14 +482,14 @@ def _best_split(d1, l0, p, split):
 
 @jit.kernel
 def _default_tiles_kernel(point, op, unit_rate):
-    """(T_M, T_N, split), each (rows, O), of every operator (``op``: its 13 columns in the order of :func:`_tiles`)
-    on every point (``point``: 11 rows of inputs, one value per point). Per operator: the candidates in one pass
-    over the points, the L2 requests of a GEMM-like operator's candidates (a pass per cluster height), then the
-    choice; the passes have no branch, so they run on the vector lanes. The choice is copied into the points'
-    rows of operators after, row by row (1.9 ms per 1e5 decode points, numpy's transposed copies 4.2)."""
+    """(T_M, T_N, split, L2 bytes), each (rows, O), of every operator (``op``: its 13 columns in the order of
+    :func:`_tiles`) on every point (``point``: 11 rows of inputs, one value per point). Per operator: the
+    candidates in one pass over the points, the L2 requests of a GEMM-like operator's candidates (a pass per
+    cluster height), then the choice and the chosen tile's :func:`l2_request_bytes` (every tile visible); the
+    passes have no branch, so they run on the vector lanes. The results are laid out (points, operators) after.
+    """
     O, rows = unit_rate.shape
-    tm, tn, split = np.empty((rows, O)), np.empty((rows, O)), np.empty((rows, O))
-    tm_t, tn_t, split_t = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
+    tm_t, tn_t, split_t, req_t = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
     tm2, tn2, split2 = np.empty(rows), np.empty(rows), np.empty(rows)
     r2a, r2b, r2a2, r2b2 = np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows)
     cm1, cn1, cm2, cn2, best1, best2 = (np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows),
@@ -504,9 +505,13 @@ def _default_tiles_kernel(point, op, unit_rate):
         for r in range(rows):
             tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
                 im[r], inn[r], ik[r], buf[r], units[r], l2[r], m, n, k, batch, emax)
-        if is_gemm < 0.5:
-            continue
         a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
+        req_o = req_t[o]
+        if is_gemm < 0.5:  # (its L2 requests: its inputs once)
+            for r in range(rows):
+                req_o[r] = l2_request_total(a_l2, b_l2, 1.0, 1.0, b_bytes, c_bytes, is_gemm, on_chip_c,
+                                            tiling.partial_sum_bytes(m, n, batch, split_o[r]))
+            continue
         # the L2 requests of both candidates (dse.model.hierarchy.cluster_requests_core), one cluster height at a
         # time for every point (a height no point's cluster has changes nothing)
         for r in range(rows):
@@ -526,10 +531,24 @@ def _default_tiles_kernel(point, op, unit_rate):
                 tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r], r2a[r], r2b[r], r2a2[r], r2b2[r], units[r],
                 im[r], inn[r], ik[r], m, n, k, batch, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c, rate_o[r],
                 l2_rate[r], loc_rate[r], rm[r], rn[r])
-    for r in range(rows):  # (points, operators): each point's row written whole
-        for o in range(O):
-            tm[r, o], tn[r, o], split[r, o] = tm_t[o, r], tn_t[o, r], split_t[o, r]
-    return tm, tn, split
+        for r in range(rows):  # the chosen tile's requests (the second candidate's where it is that one)
+            second = (tm_o[r] == tm2[r]) & (tn_o[r] == tn2[r])
+            req_o[r] = l2_request_total(a_l2, b_l2, jit.where(second, r2a2[r], r2a[r]),
+                                        jit.where(second, r2b2[r], r2b[r]), b_bytes, c_bytes, is_gemm, on_chip_c,
+                                        tiling.partial_sum_bytes(m, n, batch, split_o[r]))
+    return _transposed(tm_t), _transposed(tn_t), _transposed(split_t), _transposed(req_t)
+
+
+@jit.rule(loops=True)
+def _transposed(x):
+    """(points, operators) from (operators, points), in kernels: one array per loop (0.04 ms per 8192 x 16 block,
+    on the vector lanes; four arrays in one loop take 2.4)."""
+    n_ops, rows = x.shape
+    out = np.empty((rows, n_ops))
+    for r in range(rows):
+        for o in range(n_ops):
+            out[r, o] = x[o, r]
+    return out
 
 
 def default_tiles(chips: Chips, ops: OpTable):
@@ -546,7 +565,7 @@ def default_tiles(chips: Chips, ops: OpTable):
     """
     N, O = chips.n, len(ops.names)
     c = _chip_columns(chips, ops)
-    tiles = _tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, _tile_levels(c, _by_format(c.fpc, ops)))
+    tiles = _tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, _tile_levels(c, _by_format(c.fpc, ops)))[:4]
     return tuple(np.broadcast_to(x, (N, O)) for x in tiles)
 
 
@@ -1114,8 +1133,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     l2 = c.l2 * c.dies
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
+    l2_requests = None  # (the default tiles' L2 bytes, where every tile is visible)
     if tiles is None:
-        tm, tn, tk, split = _tiles(im, inn, ik, c.buf, units, c.psum, ops, _tile_levels(c, fpc))
+        tm, tn, tk, split, l2_requests = _tiles(im, inn, ik, c.buf, units, c.psum, ops, _tile_levels(c, fpc))
     else:
         tm, tn, tk, split = tiles
     g = ops.is_gemm
@@ -1194,7 +1214,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         bytes_mem = bytes_mem + spill
         if has_msc.any():
             bytes_msc = bytes_msc + np.where(has_msc, spill, 0.0)
-    bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
+    if l2_requests is not None and np.ndim(visible) == 0:
+        bytes_req = l2_requests
+    else:
+        bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
     # ---- what the matrix unit reads from its local buffer (dse.model.hierarchy): each operand element once per
     # register tile of the other's extent (a systolic array holds its weights for the tile's rows); the fills the
     # tile rule writes into it (tiling.local_buffer_bytes) add to its energy

@@ -220,6 +220,29 @@ def test_fused_block_time_compiled_equals_numpy_and_pipelines():
     assert (more <= ref * (1 + 1e-15)).all()
 
 
+@pytest.mark.parametrize("base", ["h100", "b200", "mi300x", "tpu-v1"])
+def test_default_tiles_l2_bytes_are_the_rule(base):
+    """The default tiles' kernel also gives the L2 bytes of the tiles it chose (from its candidates' cluster
+    requests); the evaluator takes them where every tile is visible. To the bit what l2_request_bytes (the rule the
+    evaluator applies to given tiles) gives on those tiles, over random chips (units, L2, local buffer, multicast
+    clusters of 1 to 8 units) and a decode step's and a 4K prefill's operators."""
+    from dse.hardware import Chips, load_chip
+    from tests.test_evaluate_fast import workload
+    rng = np.random.default_rng(RNG_SEED + 8)
+    n = 300
+    chips = Chips.from_base(load_chip(base), n, {
+        "units": rng.integers(8, 300, n).astype(float), "l2": rng.choice([0.0, 2e6, 5e7, 2e8], n),
+        "local_buffer": rng.choice([64e3, 228e3, 2e6], n), "l2_multicast": rng.choice([1.0, 2.0, 4.0, 8.0], n)})
+    for name in ("decode", "prefill"):
+        ops = ev.op_table(workload(name))
+        c = ev._chip_columns(chips, ops)
+        fpc = ev._by_format(c.fpc, ops)
+        tm, tn, _, split, l2_bytes = ev._tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, ev._tile_levels(c, fpc))
+        c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)
+        partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
+        _same_bits(l2_bytes, ev._l2_request_bytes(ops, c_m, c_n, c.mcast, 1.0, partial))
+
+
 def test_sustained_clock_meets_its_definition():
     """dse.model.power.sustained_operating_point (compiled: _operating_points) on (points x operators) arrays: 1
     within TDP at the design clock; else the lower end of a 2^-steps bracket: the power there within TDP (or it is
