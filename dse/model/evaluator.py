@@ -930,6 +930,50 @@ def _gemm_columns(ops: OpTable, rule, *args):
 
 
 @jit.rule
+def tile_traffic(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_bytes, buf, m, n, k, batch, emax, ea, eb,
+                 is_gemm, on_chip_a):
+    """An operator's tiles on a point (seed 004 §4.2.1, §4.3.2; 0 tiles for a vector operator): its output tiles,
+    the waves of its work items (tiles x split-K) over the units and their efficiency, the tiles along M and N, an
+    operand panel kept in a unit's local buffer (tiling.resident_panels; GEMM operands only, not an A that stays
+    on chip), and what the local buffer moves: the matrix unit's reads (hierarchy.local_read_bytes, register
+    tile R_M x R_N: ``rm`` where not ``systolic``, else the tile's rows; ``rn``; A's element size 0 for an A in
+    registers) and those plus the fills (tiling.local_buffer_bytes at ``emax``; 0 without a buffer, ``buf``), of
+    the ``visible`` share of the tiles (causal attention)."""
+    tiles_out = tiling.output_tiles(m, n, tm, tn, batch)
+    work = tiles_out * split
+    n_waves = tiling.waves(work, units)
+    wave_eff = tiling.wave_efficiency_core(work, units, n_waves)
+    c_m, c_n = tiling.ceil_div_core(m, tm), tiling.ceil_div_core(n, tn)
+    fits_a, fits_b = tiling.resident_panels(tm, tn, k, ik, ea, eb, acc_bytes, buf)
+    keep_a = jit.where(fits_a & (is_gemm > 0.5) & (on_chip_a < 0.5), 1.0, 0.0)
+    keep_b = jit.where(fits_b & (is_gemm > 0.5), 1.0, 0.0)
+    seen = tiles_out * visible
+    reads = hierarchy.local_read_bytes(seen, k, tm, tn, jit.where(systolic > 0.5, tm, rm), rn,
+                                       jit.where(on_chip_a > 0.5, 0.0, ea), eb)
+    moved = jit.where(buf > 0, tiling.local_buffer_bytes(seen, k, tm, tn, emax) + reads, 0.0)
+    return tiles_out, n_waves, wave_eff, c_m, c_n, keep_a, keep_b, reads, moved
+
+
+@jit.kernel
+def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_bytes, buf, m, n, k, batch, emax, ea,
+                    eb, is_gemm, on_chip_a, n_ops):
+    """:func:`tile_traffic` over a block: flat (points x operators) tiles, then per-point and per-operator inputs."""
+    size = tm.size
+    tiles_out, n_waves, wave_eff, c_m, c_n = np.empty(size), np.empty(size), np.empty(size), np.empty(size), \
+        np.empty(size)
+    keep_a, keep_b, reads, moved = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    for p in range(size // n_ops):
+        u, i_k, sy, r_m, r_n, acc, b = units[p], ik[p], systolic[p], rm[p], rn[p], acc_bytes[p], buf[p]
+        base = p * n_ops
+        for j in range(n_ops):
+            i = base + j
+            (tiles_out[i], n_waves[i], wave_eff[i], c_m[i], c_n[i], keep_a[i], keep_b[i], reads[i],
+             moved[i]) = tile_traffic(tm[i], tn[i], split[i], visible[i], u, i_k, sy, r_m, r_n, acc, b, m[j], n[j],
+                                      k[j], batch[j], emax[j], ea[j], eb[j], is_gemm[j], on_chip_a[j])
+    return tiles_out, n_waves, wave_eff, c_m, c_n, keep_a, keep_b, reads, moved
+
+
+@jit.rule
 def busy_at_design_clock(padded_flops, rate, ceff, wave_eff, t_vector, l2_bytes, l2_rate, local_reads, buf,
                          local_rate):
     """An operator's times at the design clock, the power ceiling's inputs: the matrix unit's busy time without
@@ -1166,19 +1210,19 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             padded_flops[:, col] = v[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             visible = np.where(full > 0, padded_flops / full, 1.0)
-    tiles_out = tiling.output_tiles(ops.m, ops.n, tm, tn, ops.batch)  # 0 for vector operators
-    work_items = tiles_out * split
-    wave_eff = tiling.wave_efficiency(work_items, units)  # 1 without work items
+    # the tiles' waves, their counts along M and N, the panels kept in the local buffers, what the local buffers move
+    # (the matrix unit's reads; the fills too: local_bytes)
+    tiles_out, group_waves, wave_eff, c_m, c_n, keep_a, keep_b, local_reads, local_bytes = _block_kernel(
+        _traffic_kernel, (tm, tn, split, visible),
+        (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
+         np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf),
+        (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
     rate = units * fpc * clock  # FLOP/s at peak clock
 
     # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
     # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
     # operand, or once per L2 panel where that is wider; with the whole operand in L2 it is read once.
-    c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)  # output tiles along M and N
-    # an operand panel that fits a unit's local buffer stays there (tiling.resident_panels): read once
-    keep_a, keep_b = tiling.resident_panels(tm, tn, ops.k, ik, ops.ea, ops.eb,
-                                            np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)
-    keep_a, keep_b = keep_a & g & ~ops.on_chip_a, keep_b & g
+    # (an operand panel that fits a unit's local buffer stays there, keep_a / keep_b: read once)
     a_read = np.where(ops.on_chip_a, 0.0, ops.a_gemm)
     # below the L2 (tiling.cache_reads): one pool for the package's units, or each die's own (l2_scope: die)
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
@@ -1218,12 +1262,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         bytes_req = l2_requests
     else:
         bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
-    # ---- what the matrix unit reads from its local buffer (dse.model.hierarchy): each operand element once per
-    # register tile of the other's extent (a systolic array holds its weights for the tile's rows); the fills the
-    # tile rule writes into it (tiling.local_buffer_bytes) add to its energy
-    rm = np.where(c.sys > 0.5, tm, np.maximum(c.rm, im)) if (c.sys > 0.5).any() else np.maximum(c.rm, im)
-    local_reads = hierarchy.local_read_bytes(tiles_out * visible, ops.k, tm, tn, rm, np.maximum(c.rn, inn),
-                                             np.where(ops.on_chip_a, 0.0, ops.ea), ops.eb)
+    # (what the matrix unit reads from its local buffer, dse.model.hierarchy: each operand element once per register
+    # tile of the other's extent, a systolic array holding its weights for the tile's rows: local_reads; with the
+    # fills the tile rule writes into it, tiling.local_buffer_bytes, local_bytes: its energy)
 
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
@@ -1257,9 +1298,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # register files (each instruction's operands and accumulators), the local buffer (fills and the matrix
     # unit's reads), the L2 (what the local buffers read), main memory
     e_mem = c.e_mem
-    has_loc, has_l2 = c.buf > 0, l2 > 0
-    local_bytes = tiling.local_buffer_bytes(tiles_out * visible, ops.k, tm, tn, ops.emax) + local_reads  # 0: vector ops
-    local_bytes = np.where(has_loc, local_bytes, 0.0)
+    has_l2 = l2 > 0
     l2_bytes = np.where(has_l2, bytes_req, 0.0)
     reg_bytes = np.where(g, padded_flops, 0.0) * _by_format(c.rbf, ops)
     cnt = ops.count
@@ -1303,7 +1342,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         tdp, leak_run, clk_run = tdp / one, c.leak / one, c.clk / one
     cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,
                                                clk_run, law, MIN_CLOCK_RATIO)
-    group_waves = tiling.waves(work_items, units) if ops.attn_groups else None
     if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three
         cr, stretch = _attention_clock(ops, cr, stretch, E_compute_op, E_mem_op, (t_c1, t_vector, t_l2_1, t_loc_c1),
                                        (t_m1, t_vector, t_l2_1, t_loc_1), busy1, clocked1, t_memory, group_waves,

@@ -49,6 +49,7 @@ __all__ = [
     "output_tiles",
     "waves",
     "wave_efficiency",
+    "wave_efficiency_core",
     "tile_working_set",
     "square_tile",
     "ACCUMULATOR_BYTES",
@@ -152,9 +153,14 @@ def wave_efficiency(work, units, n_waves=None):
     132 tiles on 132 units: 1.0; 133 tiles: 133 / 264 = 0.504. No work: 1.0 (nothing to quantize).
     ``n_waves``: the :func:`waves` of the same arguments, when the caller has them already.
     """
-    w = waves(work, units) if n_waves is None else n_waves
+    return wave_efficiency_core(work, units, waves(work, units) if n_waves is None else n_waves)
+
+
+@jit.rule
+def wave_efficiency_core(work, units, n_waves):
+    """:func:`wave_efficiency` with its waves (numbers in kernels, arrays in Python)."""
     # (tiny / tiny = 1 without work; work >= 1 otherwise, so the floor changes nothing there)
-    return np.maximum(work, _TINY) / np.maximum(w * units, _TINY)
+    return jit.maximum(work, _TINY) / jit.maximum(n_waves * units, _TINY)
 
 
 # ------------------------------------------------------------------ working set
@@ -212,6 +218,7 @@ def gemm_traffic(a_bytes, b_bytes, c_bytes, m, n, tm, tn):
     return a_bytes * ceil_div_core(n, tn), b_bytes * ceil_div_core(m, tm), c_bytes
 
 
+@jit.rule
 def local_buffer_bytes(tiles, k, tm, tn, elem_bytes):
     """Operand bytes through the local buffer: every output tile streams its A and B panels,
     tiles x K (T_M + T_N) e (seed 004 §4.3.2); the energy of the local level counts these."""
@@ -312,6 +319,7 @@ def _block_reads_gu(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span
     r_a[0], r_b[0] = block_reads_core(a_bytes, b_bytes, c_m, c_n, units, split, cap_a, cap_b, span)
 
 
+@jit.rule
 def resident_panels(tm, tn, k, ik, a_elem_bytes, b_elem_bytes, acc_bytes, local_buffer_bytes):
     """(A fits, B fits): whether a unit's local buffer holds a whole operand panel beside the other operand's stream.
 

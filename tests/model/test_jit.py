@@ -130,20 +130,24 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
 
 
 @pytest.mark.parametrize("kernel, rule, order", [
+    (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO"),
     (ev._busy_kernel, ev.busy_at_design_clock, "ffPfffPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
-    its rule on the same arrays; ``order``: the rule's arguments, f a (points, operators) one, P a per-point one
-    (the kernels take the former first, then the latter, in the rule's order)."""
+    its rule on the same arrays; ``order``: the rule's arguments, f a (points, operators) one, P a per-point one,
+    O a per-operator one (the kernels take them in that order of kinds, each kind in the rule's order)."""
     rng = np.random.default_rng(RNG_SEED + 5)
-    full, per_point = _block_inputs(rng, 37, 5, order.count("f"), order.count("P"))
-    it_f, it_p = iter(full), iter(per_point)
-    args = [next(it_f) if kind == "f" else next(it_p) for kind in order]
+    n_ops = 5
+    full, per_point = _block_inputs(rng, 37, n_ops, order.count("f"), order.count("P") + order.count("O"))
+    per_op = [x[:n_ops, 0] for x in per_point[order.count("P"):]]
+    per_point = per_point[:order.count("P")]
+    kinds = {"f": iter(full), "P": iter(per_point), "O": iter(x[None, :] for x in per_op)}
+    args = [next(kinds[kind]) for kind in order]
     with jit.quiet():
         ref = rule(*args)
-    got = ev._block_kernel(kernel, tuple(full), tuple(per_point))
+    got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op))
     assert len(got) == len(ref)
     for r, g in zip(ref, got):
         _same_bits(g, np.broadcast_to(r, g.shape))
