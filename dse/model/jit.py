@@ -9,7 +9,9 @@ numbers (arithmetic, ``np.floor``, ``np.sqrt`` ... and the selects below; no ``w
 * called from a compiled kernel (:func:`kernel`, a loop over points), numba compiles the same source for
   numbers, inlined into the loop;
 * :func:`elementwise` turns a kernel of numbers into a numpy generalized ufunc over broadcast arrays (for rules
-  with loops of their own: the L2 cluster's shapes, the blocks of output tiles).
+  with loops of their own: the L2 cluster's shapes, the blocks of output tiles);
+* :func:`staggered` holds a kernel's results, one row each, at different offsets in their memory pages (loops
+  that store to arrays at the same page offset as they load from run several times slower).
 
 Rules select with :func:`where`, :func:`maximum` and :func:`minimum`: numpy's own functions in Python; in kernels
 one ``select`` instruction each (numba's ``np.where`` of numbers allocates a 0-d array, 160 ns; its
