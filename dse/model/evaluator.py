@@ -1401,7 +1401,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         d2d_bytes = t_d2d = central = np.zeros((1, 1))
     mem_throttled = stretch > 1.0
-    if mem_throttled.any():  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
+    any_mem_throttled = mem_throttled.any()
+    if any_mem_throttled:  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
         t_memory = np.where(mem_throttled, t_busy * stretch, t_memory)
         t_busy = np.maximum(t_busy, t_memory)
     # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
@@ -1543,7 +1544,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["clock_power_w"] = clk1[:, 0]
     out["fixed_power_w"] = fixed1[:, 0]
     out["idle_power_w"] = (c.leak * pw.leakage_scale(c.v_min, v_nom))[:, 0]
-    out["memory_throttled"] = mem_throttled.any(axis=1)
+    out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(time_s.shape, dtype=bool)
     out["voltage_v"] = voltage
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
