@@ -259,9 +259,9 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                       scaling, rows, n_ops, floor, steps):
     """:func:`sustained_operating_point` on inputs of one value per point ((points,)) or of shape (points or 1,
     operators): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
-    the design clock (a point's values loaded once, the operators on the vector lanes); the entries over are
-    gathered and bisected with one pass per step (to 2^-steps of the range, the lower end kept), again on the
-    vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
+    the design clock (a point's values loaded once; its inputs read in place, no transposed copies); the entries
+    over are gathered and bisected with one branch-free pass per step (to 2^-steps of the range, the lower end
+    kept), on the vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
     r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
     hot = np.empty(rows * n_ops, dtype=np.bool_)
     n_hot = 0
