@@ -800,7 +800,7 @@ def fused_block_time(m0, m1, m2, v0, v1, v2, l0, l1, l2, waves, floor, cap):
 def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy, local_clocked, busy1, clocked1,
                             e_comp, e_mem, t_memory, waves, c0, c1, c2):
     """The power ceiling's inputs of the fused attention block in columns c0, c1, c2 of (points, operators)
-    arrays: (7, points): its busy time at the design clock without and with the waves' loss
+    arrays: (5, points): its busy time at the design clock without and with the waves' loss
     (:func:`fused_block_time`, the L2 as the floor, the operators' own busy times in a row as the cap), its
     compute and memory energies and its memory time (the three operators' sums)."""
     rows = matrix_busy.shape[0]
@@ -924,9 +924,12 @@ def _gemm_columns(ops: OpTable, rule, *args):
 
 
 # ---- the block's per-element chains (issue 20): each a rule of numbers, run by numpy on arrays (the tests) and by a
-# kernel over the block (production). A kernel loops over points, then operators: a point's chip values load once,
-# the (point, operator) arrays are read in their C order, and one pass computes what numpy computes in ~10 (the
-# operating point's energies: 0.06 ms per 8192 x 16 block against 1.3 in numpy).
+# kernel over the block (production). A kernel takes the (points, operators) arrays flattened (C order: point p's
+# operators at p x n_ops ..), the per-point ones as (points,) and the per-operator ones as (operators,); it loops
+# over points, then operators (a point's values loaded once) and stores its results into the rows of one
+# jit.staggered array: so laid out, LLVM runs a point's operators on the CPU's vector lanes (the design-clock times:
+# 1.0 ns per element, 5.1 with the results in a (7, points, operators) array, ~10 in numpy; README "The block's
+# chains as kernels").
 
 
 @jit.rule
@@ -1052,12 +1055,6 @@ def operating_energy(cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1,
         t_memory >= t_top, 2.0, jit.where(t_l2 >= t_top, 3.0, 4.0))))
     power = pw.average_power_core(e_comp + e_mem, t_op) + p_fixed
     return v, e_scale, e_comp, p_fixed, e_fixed, bound, power
-
-
-# The kernels below take the (points, operators) arrays flattened (C order: point p's operators at p x n_ops ..),
-# the per-point ones as (points,), and write each output to its own flat array: so laid out, LLVM runs a point's
-# operators on the CPU's vector lanes (1.0 ns per element for the design-clock times, against 5.1 with the outputs
-# stacked in one (7, points, operators) array, whose stores it cannot prove apart from the loads).
 
 
 @jit.kernel
