@@ -92,7 +92,7 @@ import numpy as np
 
 from dse import technology
 from dse.errors import SpecError, unknown_name
-from dse.model import links
+from dse.model import jit, links
 
 __all__ = [
     "DEFAULT_SPARE_FRACTION",
@@ -302,65 +302,83 @@ def _link_rate(chips, link: str) -> np.ndarray:
     return rate
 
 
+def _term_inputs(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple:
+    """The inputs of :func:`die_terms` (per point: arrays of N, or numbers), in its order."""
+    n = len(chips)
+    logic, sram = node_scales(procs, n, tech)
+    l2 = chips.get("l2_physical", np.nan)
+
+    def memory(fn):
+        return _by_name(mems, lambda m: fn(_memory(m, tech)), n)
+
+    return (uphys, matrix_equivalent(chips, tech), logic, sram, chips.get("matrix.systolic", 0.0),
+            chips.get("vector.flops_per_cycle", 0.0), chips.get("tech.vector_lane_area", 1.0),
+            chips.get("area.graphics", 0.0), chips.get("local_buffer"), chips.get("accumulator"),
+            chips.get("register_file"), chips.get("memory.kind", 0.0), chips.get("sram.capacity", 0.0), dies,
+            l2, chips.get("l2"), (_link_rate(chips, "host") + _link_rate(chips, "scale_up")) / dies, base,
+            memory(lambda m: m.phy_area), memory(lambda m: m.controller_fraction or 0.0), memory(lambda m: m.pins),
+            memory(lambda m: m.pin_rate),
+            chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan), chips.get("dram.bus_width", np.nan),
+            chips.get("memory.bandwidth", 0.0), chips.get("links.die_to_die.rate", 0.0),
+            _area_model(tech).die_to_die)
+
+
+#: :func:`die_terms`' quantities: (part, coefficient) of each fitted term, in its order
+TERMS = (("matrix", "matrix_tensor_core"), ("matrix", "matrix_systolic"), ("vector", "vector_lane"),
+         ("control", "unit_control"), ("graphics", "graphics"), ("register_file", "register_file"),
+         ("local", "scratchpad"), ("sram_memory", "scratchpad"), ("l2", "cache"), ("io", "serdes"),
+         ("uncore", "die_overhead"))
+
+
+@jit.rule
+def die_terms(uphys, mat_eq, logic, sram, systolic, vector_fpc, lane_area, graphics, local_buffer, accumulator,
+              register_file, kind, sram_capacity, dies, l2_physical, l2, off_package, base, phy_area, controller,
+              pins, pin_rate, hbm_stacks, stack_sites, bus_width, memory_bandwidth, d2d_rate, d2d_figure):
+    """One die's fitted terms' quantities (per die, the order of :data:`TERMS`; quantities already scaled by the
+    node: L ``logic``, S ``sram``), then the memory PHYs' and the die-to-die PHY's mm^2 and the HBM stacks
+    (numbers or arrays; the inputs as :func:`_term_inputs` gives them, raw chip values where a NaN means absent)."""
+    mat = uphys * mat_eq * logic
+    is_systolic = systolic > 0.5
+    lanes = vector_fpc * jit.nan_to_num(lane_area, 1.0)
+    # SRAM main memory the units' local buffers do not already hold (a WSE's 44 GB *is* its cores' 48 kB)
+    sram_main = jit.where(kind == 2.0, jit.maximum(jit.nan_to_num(sram_capacity, 0.0) / dies - uphys * local_buffer,
+                                                   0.0), 0.0)
+    l2 = jit.where(np.isfinite(l2_physical), l2_physical, l2)
+    on_base = base > 0.5
+    # ---- memory PHYs: HBM stack sites; DRAM interfaces from the bus width (base dies carry them: 0 here)
+    # PHY + controller per interface (memories.yaml, at N7): the analog PHY keeps its area at every node, the
+    # controller (controller_fraction of it) is logic and scales by L (A100 die shot: 9.7 PHY + 5.3 controller)
+    ctrl = jit.nan_to_num(controller, 0.0)
+    phy = jit.nan_to_num(phy_area, 0.0) * ((1.0 - ctrl) + ctrl * logic)
+    is_hbm = kind == 0.0
+    stacks = jit.nan_to_num(jit.where(is_hbm, jit.fmax(hbm_stacks, stack_sites), 0.0), 0.0)
+    bus = jit.where(np.isfinite(bus_width), bus_width, memory_bandwidth / pin_rate)  # pin_rate in B/s
+    dram_ifaces = jit.where((kind == 1.0) & (pins > 0), np.ceil(bus / pins - 1e-9), 0.0)
+    interfaces = jit.where(is_hbm, stacks, jit.nan_to_num(dram_ifaces, 0.0))
+    phys_per_die = jit.where(on_base, 0.0, jit.maximum(np.ceil(interfaces / dies - 1e-9), 0.0))
+    return (jit.where(is_systolic, 0.0, mat), jit.where(is_systolic, mat, 0.0), uphys * lanes * logic, uphys * logic,
+            jit.where(jit.nan_to_num(graphics, 0.0) > 0.5, uphys * logic, 0.0), uphys * register_file * sram,
+            uphys * (local_buffer + accumulator) * sram, sram_main * sram, l2 * sram,
+            jit.where(on_base, 0.0, off_package / 1e9), logic,
+            phys_per_die * phy, jit.nan_to_num(d2d_rate, 0.0) / 1e12 * d2d_figure, stacks)
+
+
 def area_terms(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple[list, dict[str, np.ndarray]]:
     """The die's parts as fitted terms and fixed figures (per die, arrays of N).
 
     Returns ``(terms, fixed)``: ``terms`` is a list of ``(part, coefficient, quantity)``, the part's area
     being ``coefficient value x quantity`` (quantity already scaled by the node: L for logic, S for SRAM);
     ``fixed`` maps the parts the fit does not touch (memory PHYs, die-to-die PHY) to mm^2. The fit
-    (:mod:`dse.model.area_fit`) and :func:`package_area` both build the die from these, so the fitted
-    model and the production model are one.
+    (:mod:`dse.model.area_fit`) and :func:`package_area` both build the die from these (:func:`die_terms`), so
+    the fitted model and the production model are one.
     """
     n = len(chips)
-    logic, sram = node_scales(procs, n, tech)
-    am = _area_model(tech)
-    systolic = chips.get("matrix.systolic", 0.0) > 0.5
-    mat = uphys * matrix_equivalent(chips, tech) * logic
-    lanes = chips.get("vector.flops_per_cycle", 0.0) * np.nan_to_num(chips.get("tech.vector_lane_area", 1.0), nan=1.0)
-    graphics = np.nan_to_num(chips.get("area.graphics", 0.0)) > 0.5
-    local_bytes = chips.get("local_buffer") + chips.get("accumulator")
-    kind = chips.get("memory.kind", 0.0)
-    # SRAM main memory the units' local buffers do not already hold (a WSE's 44 GB *is* its cores' 48 kB)
-    sram_main = np.where(kind == 2.0, np.maximum(np.nan_to_num(chips.get("sram.capacity", 0.0)) / dies
-                                                 - uphys * chips.get("local_buffer"), 0.0), 0.0)
-    l2 = chips.get("l2_physical", np.nan)
-    l2 = np.where(np.isfinite(l2), l2, chips.get("l2"))
-    off_package = (_link_rate(chips, "host") + _link_rate(chips, "scale_up")) / dies
-    terms = [
-        ("matrix", "matrix_tensor_core", np.where(systolic, 0.0, mat)),
-        ("matrix", "matrix_systolic", np.where(systolic, mat, 0.0)),
-        ("vector", "vector_lane", uphys * lanes * logic),
-        ("control", "unit_control", uphys * logic),
-        ("graphics", "graphics", np.where(graphics, uphys * logic, 0.0)),
-        ("register_file", "register_file", uphys * chips.get("register_file") * sram),
-        ("local", "scratchpad", uphys * local_bytes * sram),
-        ("sram_memory", "scratchpad", sram_main * sram),
-        ("l2", "cache", l2 * sram),
-        ("io", "serdes", np.where(base, 0.0, off_package / 1e9)),
-        ("uncore", "die_overhead", logic),
-    ]
-
-    # ---- memory PHYs: HBM stack sites; DRAM interfaces from the bus width (base dies carry them: 0 here)
-    # PHY + controller per interface (memories.yaml, at N7): the analog PHY keeps its area at every node, the
-    # controller (controller_fraction of it) is logic and scales by L (A100 die shot: 9.7 PHY + 5.3 controller)
-    phy_area = np.nan_to_num(_by_name(mems, lambda m: _memory(m, tech).phy_area, n))
-    ctrl = np.nan_to_num(_by_name(mems, lambda m: _memory(m, tech).controller_fraction or 0.0, n))
-    phy_area = phy_area * ((1.0 - ctrl) + ctrl * logic)
-    pins = _by_name(mems, lambda m: _memory(m, tech).pins, n)
-    pin_rate = _by_name(mems, lambda m: _memory(m, tech).pin_rate, n)
-    is_hbm = kind == 0.0
-    stacks = np.nan_to_num(np.where(is_hbm, np.fmax(chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan)),
-                                    0.0))
-    bus = chips.get("dram.bus_width", np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bus = np.where(np.isfinite(bus), bus, chips.get("memory.bandwidth", 0.0) / pin_rate)  # pin_rate in B/s
-        dram_ifaces = np.where((kind == 1.0) & (pins > 0), np.ceil(bus / pins - 1e-9), 0.0)
-    interfaces = np.where(is_hbm, stacks, np.nan_to_num(dram_ifaces))
-    phys_per_die = np.where(base, 0.0, np.maximum(np.ceil(interfaces / dies - 1e-9), 0.0))
-    d2d = np.nan_to_num(chips.get("links.die_to_die.rate", 0.0))
-    fixed = {"memory_phy": phys_per_die * phy_area, "die_to_die": d2d / 1e12 * am.die_to_die,
-             "hbm_stacks": stacks}
-    return terms, fixed
+    with jit.quiet():
+        q = [np.broadcast_to(np.asarray(x, dtype=float), (n,))
+             for x in die_terms(*_term_inputs(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies,
+                                              tech=tech))]
+    terms = [(part, name, x) for (part, name), x in zip(TERMS, q)]
+    return terms, {"memory_phy": q[11], "die_to_die": q[12], "hbm_stacks": q[13]}
 
 
 def reticle_fields(chips) -> np.ndarray:
@@ -378,17 +396,28 @@ def die_outline(area_mm2, aspect=RETICLE_ASPECT):
     r = np.asarray(aspect, dtype=float)
     if np.any(r < 1):
         raise SpecError(f"aspect ratio is long/short and must be >= 1, got {aspect!r}")
-    long = np.sqrt(a * r)
-    return long, np.divide(a, long, out=np.zeros_like(long), where=long > 0)
+    with jit.quiet():
+        return outline(a, r)
+
+
+@jit.rule
+def outline(area, aspect):
+    """:func:`die_outline` of numbers (no check): long = sqrt(A x aspect), short = A / long (0 for no area)."""
+    long = jit.sqrt(area * aspect)
+    return long, jit.where(long > 0, area / long, 0.0)
 
 
 def stacks_per_edge(edge_mm, stack_edge_mm):
     """HBM stacks along one edge: floor(L / w + 1/2) (a stack counts when half its width lines the edge)."""
-    e = np.asarray(edge_mm, dtype=float)
-    w = np.asarray(stack_edge_mm, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.floor(np.where(w > 0, e / np.where(w > 0, w, 1.0), 0.0) + 0.5 + 1e-9)
-    return np.maximum(n, 0.0)
+    with jit.quiet():
+        return edge_stacks(np.asarray(edge_mm, dtype=float), np.asarray(stack_edge_mm, dtype=float))
+
+
+@jit.rule
+def edge_stacks(edge, stack_edge):
+    """:func:`stacks_per_edge` of numbers: floor(L / w + 1/2), 0 where w <= 0."""
+    n = np.floor(jit.where(stack_edge > 0, edge / jit.where(stack_edge > 0, stack_edge, 1.0), 0.0) + 0.5 + 1e-9)
+    return jit.maximum(n, 0.0)
 
 
 # ------------------------------------------------------------------ the package
@@ -454,7 +483,7 @@ def _setup(chips, process, memory, spare_fraction, units_physical_, layout):
     dies = chips.get("dies", 1.0)
     if layout is None:  # by die count, vectorized (_layouts names them)
         base, side = dies > 2, dies == 2
-        layouts = np.where(base, "base_dies", np.where(side, "side_by_side", "monolithic"))
+        layouts = np.array(LAYOUTS).take(base * 2 + side)  # (LAYOUTS' order: 0 monolithic, 1 side, 2 base)
     else:
         layouts = np.array(_layouts(dies, layout))
         base, side = layouts == "base_dies", layouts == "side_by_side"
@@ -494,76 +523,124 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     procs, mems, dies, base, side, layouts, uphys = _setup(chips, process, memory, spare_fraction,
                                                            units_physical_, layout)
     pkg = _packaging(tech)
-    terms, fixed = area_terms(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies, tech=tech)
+    if np.any(np.asarray(aspect, dtype=float) < 1):
+        raise SpecError(f"aspect ratio is long/short and must be >= 1, got {aspect!r}")
+    inputs = _term_inputs(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies, tech=tech)
     coef = _area_model(tech).parameters
-    parts = {k: np.zeros(n) for k in ("matrix", "vector", "control", "graphics", "register_file", "local",
-                                      "sram_memory", "l2", "io", "uncore")}
-    for part, name, quantity in terms:
-        parts[part] = parts[part] + getattr(coef, name).value * quantity
-    parts["memory_phy"] = fixed["memory_phy"]
-    parts["io"] = parts["io"] + fixed["die_to_die"]
-    parts["unit_logic"] = parts["vector"] + parts["control"] + parts["graphics"]
-    parts["units"] = parts["matrix"] + parts["unit_logic"] + parts["register_file"] + parts["local"]
-    stacks = fixed["hbm_stacks"]
-    fields = reticle_fields(chips)
-    # a memory-side cache (memory_side_cache.capacity, per package): SRAM arrays at the scratchpad figure, on the
-    # base dies of a chiplet package (where AMD's Infinity Cache sits), else shared evenly by the compute dies
-    _, sram_scale = node_scales(procs, n, tech)
-    msc = np.nan_to_num(chips.get("memory_side_cache.capacity", 0.0)) * coef.scratchpad.value * sram_scale
-    parts["msc"] = msc / dies  # (per die, as every part; the power model's SRAM leakage counts it)
-    die = parts["units"] + parts["l2"] + parts["memory_phy"] + parts["io"] + parts["uncore"] + parts["sram_memory"]
-    die = die + np.where(base, 0.0, parts["msc"])
-    long, short = die_outline(die, aspect)
 
-    # ---- base complex (chiplets on base dies): the footprint the compute dies need, or more where the base must
-    # hold a memory-side cache larger than that
-    base_area = np.where(base, np.maximum(dies * die / BASE_COVERAGE, msc), 0.0)
-    b_long, b_short = die_outline(base_area, aspect)
-
-    # ---- shoreline
     def face(m, pick):
         fp = _memory(m, tech).footprint
         return np.nan if fp is None else pick(fp.width, fp.height)
 
-    w_face = _by_name(mems, lambda m: face(m, min), n)
-    depth = _by_name(mems, lambda m: face(m, max), n)
-    per_long = stacks_per_edge(long, w_face)
-    per_short = stacks_per_edge(short, w_face)
-    shore = np.where(base, 2.0 * stacks_per_edge(b_long, w_face),
-                     np.where(side, dies * 2.0 * per_short, 2.0 * per_long))
-    shore = np.nan_to_num(shore)
+    def points(x):  # (each a read-only (N,) array: one compiled signature)
+        a = np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (n,))).view()
+        a.flags.writeable = False
+        return a
 
+    with jit.quiet():
+        out = _package_kernel(tuple(points(x) for x in inputs), points(side),
+                              points(chips.get("memory_side_cache.capacity", 0.0)),
+                              points(_by_name(mems, lambda m: face(m, min), n)),
+                              points(_by_name(mems, lambda m: face(m, max), n)), points(aspect),
+                              np.array([getattr(coef, name).value for _, name in TERMS]),
+                              float(pkg.die_to_stack_gap), float(pkg.interposer_margin), BASE_COVERAGE)
+    r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
+    return PackageArea(
+        die_area_mm2=r["die"],
+        dies=dies.copy(),
+        total_silicon_area_mm2=r["total_silicon"],
+        base_area_mm2=r["base_area"],
+        units_physical=uphys,
+        die_long_mm=r["long"],
+        die_short_mm=r["short"],
+        hbm_stacks=r["hbm_stacks"],
+        hbm_shoreline_stacks=r["shoreline"],
+        interposer_area_mm2=r["interposer"],
+        layout=layouts,
+        parts={k: r[k] for k in PARTS},
+        reticle_fields=reticle_fields(chips),
+    )
+
+
+#: the per-die parts of :attr:`PackageArea.parts` (mm^2), in the order :func:`die_parts` returns them
+PARTS = ("matrix", "vector", "control", "graphics", "register_file", "local", "sram_memory", "l2", "io", "uncore",
+         "memory_phy", "unit_logic", "units", "msc")
+#: :func:`_package_kernel`'s results, one row each
+PACKAGE_RESULTS = PARTS + ("die", "hbm_stacks", "long", "short", "base_area", "shoreline", "interposer",
+                           "total_silicon")
+
+
+@jit.rule
+def die_parts(q, coef, memory_phy, d2d, msc_capacity, sram, dies, base):
+    """A die's parts in mm^2 (:data:`PARTS`), its area, and the memory-side cache's mm^2 per package, from
+    :func:`die_terms`' quantities ``q`` (a tuple) and the area model's coefficient of each (``coef``, the order
+    of :data:`TERMS`). A memory-side cache (memory_side_cache.capacity, per package) is SRAM arrays at the
+    scratchpad figure, on the base dies of a chiplet package (where AMD's Infinity Cache sits), else shared
+    evenly by the compute dies (``msc``: per die, as every part; the power model's SRAM leakage counts it)."""
+    matrix = (0.0 + coef[0] * q[0]) + coef[1] * q[1]
+    vector, control, graphics = 0.0 + coef[2] * q[2], 0.0 + coef[3] * q[3], 0.0 + coef[4] * q[4]
+    register_file, local, sram_memory = 0.0 + coef[5] * q[5], 0.0 + coef[6] * q[6], 0.0 + coef[7] * q[7]
+    l2, io, uncore = 0.0 + coef[8] * q[8], (0.0 + coef[9] * q[9]) + d2d, 0.0 + coef[10] * q[10]
+    msc = jit.nan_to_num(msc_capacity, 0.0) * coef[6] * sram
+    unit_logic = vector + control + graphics
+    units = matrix + unit_logic + register_file + local
+    die = units + l2 + memory_phy + io + uncore + sram_memory
+    die = die + jit.where(base > 0.5, 0.0, msc / dies)
+    return (matrix, vector, control, graphics, register_file, local, sram_memory, l2, io, uncore, memory_phy,
+            unit_logic, units, msc / dies, die, msc)
+
+
+@jit.rule
+def package_outline(die, msc, dies, base, side, stacks, aspect, w_face, depth, gap, margin, coverage):
+    """(long, short) of a die, the base complex's area, the HBM shoreline (stacks), the interposer's area and the
+    silicon in all (mm, mm^2; numbers or arrays; the module doc). ``w_face`` / ``depth``: a stack's edge facing
+    the die and its depth; ``gap`` / ``margin`` the die-to-stack gap and the interposer margin; ``coverage``
+    :data:`BASE_COVERAGE`; ``base`` / ``side``: the layout is base_dies / side_by_side."""
+    on_base, beside = base > 0.5, side > 0.5
+    long, short = outline(die, aspect)
+    # ---- base complex (chiplets on base dies): the footprint the compute dies need, or more where the base must
+    # hold a memory-side cache larger than that
+    base_area = jit.where(on_base, jit.maximum(dies * die / coverage, msc), 0.0)
+    b_long, b_short = outline(base_area, aspect)
+    # ---- shoreline
+    shore = jit.nan_to_num(jit.where(on_base, 2.0 * edge_stacks(b_long, w_face),
+                                     jit.where(beside, dies * 2.0 * edge_stacks(short, w_face),
+                                               2.0 * edge_stacks(long, w_face))), 0.0)
     # ---- interposer: bounding box of the die complex and the two rows of stacks
-    gap, margin = pkg.die_to_stack_gap, pkg.interposer_margin
     per_row = np.ceil(stacks / 2.0 - 1e-9)
     row_len = per_row * w_face
     # complex edge the rows run along, and the complex depth across them
-    along = np.where(base, b_long, np.where(side, dies * short, long))
-    across = np.where(base, b_short, np.where(side, long, short))
-    width = np.maximum(along, row_len) + 2.0 * margin
+    along = jit.where(on_base, b_long, jit.where(beside, dies * short, long))
+    across = jit.where(on_base, b_short, jit.where(beside, long, short))
+    width = jit.maximum(along, row_len) + 2.0 * margin
     height = across + 2.0 * (gap + depth) + 2.0 * margin
     # a row may turn its stacks' long side to the dies when the row still fits along the edge (less depth)
     turned_fits = per_row * depth <= along + 1e-9
     height_turned = across + 2.0 * (gap + w_face) + 2.0 * margin
-    turned = np.maximum(along, per_row * depth) + 2.0 * margin
-    area_plain = width * height
-    area_turned = np.where(turned_fits, turned * height_turned, np.inf)
-    interposer = np.where(stacks > 0, np.nan_to_num(np.minimum(area_plain, area_turned)), 0.0)
-    return PackageArea(
-        die_area_mm2=die,
-        dies=dies.copy(),
-        total_silicon_area_mm2=dies * die + base_area,
-        base_area_mm2=base_area,
-        units_physical=uphys,
-        die_long_mm=long,
-        die_short_mm=short,
-        hbm_stacks=stacks,
-        hbm_shoreline_stacks=shore,
-        interposer_area_mm2=interposer,
-        layout=layouts,
-        parts=parts,
-        reticle_fields=fields,
-    )
+    turned = jit.maximum(along, per_row * depth) + 2.0 * margin
+    area_turned = jit.where(turned_fits, turned * height_turned, np.inf)
+    interposer = jit.where(stacks > 0, jit.nan_to_num(jit.minimum(width * height, area_turned), 0.0), 0.0)
+    return long, short, base_area, shore, interposer, dies * die + base_area
+
+
+@jit.kernel
+def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage):
+    """:data:`PACKAGE_RESULTS` of every point, one row each: :func:`die_terms` of the inputs ``t`` (a tuple of
+    arrays, :func:`_term_inputs`' order), :func:`die_parts`, :func:`package_outline`."""
+    n = side.size
+    out = jit.staggered(len(PACKAGE_RESULTS), n)
+    for i in range(n):
+        q = die_terms(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], t[6][i], t[7][i], t[8][i], t[9][i],
+                      t[10][i], t[11][i], t[12][i], t[13][i], t[14][i], t[15][i], t[16][i], t[17][i], t[18][i],
+                      t[19][i], t[20][i], t[21][i], t[22][i], t[23][i], t[24][i], t[25][i], t[26][i], t[27][i])
+        p = die_parts(q, coef, q[11], q[12], msc_capacity[i], t[3][i], t[13][i], t[17][i])
+        g = package_outline(p[14], p[15], t[13][i], t[17][i], side[i], q[13], aspect[i], w_face[i], depth[i], gap,
+                            margin, coverage)
+        out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i] = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
+        out[7, i], out[8, i], out[9, i], out[10, i], out[11, i], out[12, i], out[13, i] = p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+        out[14, i], out[15, i] = p[14], q[13]
+        out[16, i], out[17, i], out[18, i], out[19, i], out[20, i], out[21, i] = g[0], g[1], g[2], g[3], g[4], g[5]
+    return out
 
 
 def process_and_memory(chips):

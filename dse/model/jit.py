@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "staggered", "where", "maximum",
-           "minimum", "is_integer", "is_array", "quiet", "compiler"]
+           "minimum", "sqrt", "fmax", "nan_to_num", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -221,8 +221,32 @@ def minimum(a, b):
     return np.minimum(a, b)
 
 
+def sqrt(x):
+    """``np.sqrt`` for rules: in kernels LLVM's ``llvm.sqrt`` (IEEE's correctly rounded root, as libm's, NaN below
+    0) rather than a call to libm's ``sqrt``, which may set ``errno`` and so keeps a loop off the vector lanes."""
+    return np.sqrt(x)
+
+
+#: the largest finite float (np.nan_to_num's stand-in for an infinity)
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+@rule
+def fmax(a, b):
+    """``np.fmax`` for rules: the larger, a NaN ignored (NaN where both are). (Of -0.0 and 0.0 numpy's own loops
+    give either, its vector loop the second and its scalar loop the first; here the second.)"""
+    return where((a > b) | (b != b), a, b)
+
+
+@rule
+def nan_to_num(x, nan):
+    """``np.nan_to_num(x, nan=nan)`` for rules: NaN -> ``nan``, +-inf -> +-the largest finite float."""
+    return where(x != x, nan, where(x == np.inf, _FLOAT_MAX, where(x == -np.inf, -_FLOAT_MAX, x)))
+
+
 def _register_selects(numba) -> None:
-    """The kernels' versions of :func:`where`, :func:`maximum` and :func:`minimum`: LLVM ``select`` instructions."""
+    """The kernels' versions of :func:`where`, :func:`maximum` and :func:`minimum` (LLVM ``select`` instructions)
+    and of :func:`sqrt` (LLVM's ``sqrt`` intrinsic)."""
     from numba import types
     from numba.extending import intrinsic, overload
 
@@ -250,7 +274,15 @@ def _register_selects(numba) -> None:
             return types.float64(a, b), codegen
         return pick
 
+    @intrinsic
+    def root(typingctx, x):
+        def codegen(context, builder, signature, args):
+            value = context.cast(builder, args[0], signature.args[0], types.float64)
+            return builder.call(builder.module.declare_intrinsic("llvm.sqrt", [value.type]), [value])
+        return types.float64(x), codegen
+
     high, low = extremum(">"), extremum("<")
+    overload(sqrt, jit_options=OPTIONS)(lambda x: lambda x: root(x))
     overload(where, jit_options=OPTIONS)(lambda condition, x, y: lambda condition, x, y: select(condition, x, y))
     overload(maximum, jit_options=OPTIONS)(lambda a, b: lambda a, b: high(a, b))
     overload(minimum, jit_options=OPTIONS)(lambda a, b: lambda a, b: low(a, b))

@@ -67,6 +67,66 @@ def test_selects_follow_numpy_on_special_values():
     _same_bits(_compiled(pick, 1)(cond, a, b)[0], np.where(cond > 0.5, a, b))
 
 
+def test_sqrt_fmax_nan_to_num_follow_numpy():
+    """jit.sqrt (LLVM's sqrt intrinsic in kernels), jit.fmax and jit.nan_to_num give numpy's np.sqrt, np.fmax
+    (a NaN ignored) and np.nan_to_num to the bit, as written (numpy) and compiled, on the special values and on
+    random magnitudes from 1e-300 to 1e300. (The tie of -0.0 and 0.0 is left out of fmax's: numpy's vector loop
+    gives the second, its scalar loop the first, so which one depends on the array's length and the CPU.)"""
+    rng = np.random.default_rng(RNG_SEED + 11)
+    x = np.concatenate([SPECIAL, -SPECIAL, rng.random(2000) * 10.0 ** rng.uniform(-300, 300, 2000)])
+    with np.errstate(invalid="ignore"):
+        _same_bits(_compiled(jit.sqrt, 1)(x)[0], np.sqrt(x))
+        _same_bits(jit.sqrt(x), np.sqrt(x))
+    a, b = (v.ravel() for v in np.meshgrid(SPECIAL, SPECIAL))
+    a, b = a[(a != 0) | (b != 0)], b[(a != 0) | (b != 0)]
+    want = np.array([np.fmax(x, y) for x, y in zip(a, b)])
+    _same_bits(_compiled(jit.fmax, 1)(a, b)[0], want)
+    _same_bits(jit.fmax(a, b), want)
+    for nan in (0.0, 1.0):
+        _same_bits(_compiled(jit.nan_to_num, 1)(x, np.full(x.size, nan))[0], np.nan_to_num(x, nan=nan))
+        _same_bits(jit.nan_to_num(x, nan), np.nan_to_num(x, nan=nan))
+
+
+@pytest.mark.parametrize("base", ["h100", "a100-sxm-80gb", "b200", "mi300x", "groq-tsp", "rtx-4090", "tpu-v1"])
+def test_package_kernel_equals_its_rules(base):
+    """package_area runs die_terms, die_parts and package_outline in one kernel over the points; each of its
+    arrays must be, to the bit, those rules run by numpy on the same inputs (random dies, units, L2, local buffers,
+    memory-side caches; HBM, GDDR and SRAM main memory; monolithic, side-by-side and base-die layouts)."""
+    from dse.hardware import Chips, load_chip
+    from dse.model import area
+    rng = np.random.default_rng(RNG_SEED + 12)
+    n = 400
+    over = {"units": rng.integers(1, 300, n).astype(float), "dies": rng.choice([1.0, 2.0, 4.0, 8.0], n),
+            "l2": rng.choice([0.0, 2e6, 5e7, 2e8], n), "local_buffer": rng.choice([16e3, 228e3, 2e6], n)}
+    if load_chip(base).hbm is not None:
+        over["hbm.stacks"] = rng.integers(1, 13, n).astype(float)
+    chips = Chips.from_base(load_chip(base), n, over)
+    process, memory = area.process_and_memory(chips)
+    aspect = rng.choice([1.0, 33.0 / 26.0, 2.0], n)
+    pa = area.package_area(chips, process=process, memory=memory, aspect=aspect)
+    procs, mems, dies, on_base, side, _, uphys = area._setup(chips, process, memory, area.DEFAULT_SPARE_FRACTION,
+                                                             None, None)
+    inputs = area._term_inputs(chips, procs=procs, mems=mems, uphys=uphys, base=on_base, dies=dies)
+    coef = np.array([getattr(area._area_model().parameters, name).value for _, name in area.TERMS])
+    pkg = area._packaging()
+    fp = area._memory(memory).footprint if memory else None
+    w_face, depth = (np.nan, np.nan) if fp is None else (min(fp.width, fp.height), max(fp.width, fp.height))
+    with jit.quiet():
+        q = area.die_terms(*inputs)
+        p = area.die_parts(q, coef, q[11], q[12], chips.get("memory_side_cache.capacity", 0.0), inputs[3], dies,
+                           on_base)
+        g = area.package_outline(p[14], p[15], dies, on_base, side, q[13], aspect, w_face, depth,
+                                 pkg.die_to_stack_gap, pkg.interposer_margin, area.BASE_COVERAGE)
+    for k, name in enumerate(area.PARTS):
+        _same_bits(pa.parts[name], np.broadcast_to(p[k], (n,)))
+    _same_bits(pa.die_area_mm2, p[14])
+    _same_bits(pa.hbm_stacks, np.broadcast_to(q[13], (n,)))
+    for got, want in zip((pa.die_long_mm, pa.die_short_mm, pa.base_area_mm2, pa.hbm_shoreline_stacks,
+                          pa.interposer_area_mm2, pa.total_silicon_area_mm2), g):
+        _same_bits(got, np.broadcast_to(want, (n,)))
+    assert on_base.any() and side.any() and (~on_base & ~side).any()  # (every layout drawn)
+
+
 def _random_chip_op(rng, n):
     """Random per-point and per-operator inputs of the default tiles, zeros and skinny shapes included."""
     pick = rng.choice
