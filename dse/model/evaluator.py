@@ -1004,13 +1004,24 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
 
 
 @jit.rule
-def busy_at_design_clock(padded_flops, rate, ceff, wave_eff, t_vector, l2_bytes, l2_rate, local_reads, buf,
-                         local_rate):
+def vector_time(vector_flops, exps, vector_rate, exp_rate):
+    """The vector unit's time (softmax, norms, activations): its ALU work and its exponentials run on one unit, so
+    their times add (seed 004 §4.8.1); 0 without work, inf for work at a rate of 0."""
+    t = pipeline.shared_core(jit.where(vector_flops > 0, vector_flops / vector_rate, 0.0),
+                             jit.where(exps > 0, exps / exp_rate, 0.0))
+    return jit.where(np.isfinite(t), t, jit.where(vector_flops + exps > 0, np.inf, 0.0))
+
+
+@jit.rule
+def busy_at_design_clock(padded_flops, rate, ceff, wave_eff, vector_flops, exps, vector_rate, exp_rate, l2_bytes,
+                         l2_rate, local_reads, buf, local_rate):
     """An operator's times at the design clock, the power ceiling's inputs: the matrix unit's busy time without
     the waves' loss (t_c1; idle units draw no switching power) and with it (t_m1), the L2's time (its bytes at
     ``l2_rate`` B/s), the local buffers' (``local_rate``: all units' B/s; per unit, wave by wave like the matrix
-    unit: t_loc1 = t_loc_c1 / wave efficiency; none without a local buffer, ``buf`` = 0), and the overlapped busy
-    time of the units' resources without (busy1) and with the waves' loss (clocked1)."""
+    unit: t_loc1 = t_loc_c1 / wave efficiency; none without a local buffer, ``buf`` = 0), the overlapped busy
+    time of the units' resources without (busy1) and with the waves' loss (clocked1), and the vector unit's time
+    (:func:`vector_time`)."""
+    t_vector = vector_time(vector_flops, exps, vector_rate, exp_rate)
     t_c1 = jit.where(padded_flops > 0, padded_flops / (rate * ceff), 0.0)
     t_m1 = jit.where(padded_flops > 0, padded_flops / (rate * ceff * wave_eff), 0.0)
     t_l2_1 = hierarchy.level_time_core(l2_bytes, l2_rate)
@@ -1018,7 +1029,7 @@ def busy_at_design_clock(padded_flops, rate, ceff, wave_eff, t_vector, l2_bytes,
     t_loc_1 = t_loc_c1 / wave_eff
     busy1 = pipeline.overlapped_core(t_c1, t_vector, t_l2_1, t_loc_c1)
     clocked1 = pipeline.overlapped_core(t_m1, t_vector, t_l2_1, t_loc_1)
-    return t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1
+    return t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector
 
 
 @jit.rule
@@ -1058,18 +1069,19 @@ def operating_energy(cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1,
 
 
 @jit.kernel
-def _busy_kernel(padded_flops, rate, wave_eff, t_vector, l2_bytes, local_reads, ceff, l2_rate, buf, local_rate,
-                 n_ops):
-    """:func:`busy_at_design_clock` over a block: flat (points x operators) arrays, then per-point ones; its 7
-    results (jit.staggered)."""
+def _busy_kernel(padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, ceff, vector_rate, exp_rate,
+                 l2_rate, buf, local_rate, exps, n_ops):
+    """:func:`busy_at_design_clock` over a block: flat (points x operators) arrays, then per-point ones, then the
+    exponentials per operator; its 8 results (jit.staggered)."""
     n = padded_flops.size
-    out = jit.staggered(7, n)
+    out = jit.staggered(8, n)
     for p in range(n // n_ops):
-        ce, l2r, b, lr = ceff[p], l2_rate[p], buf[p], local_rate[p]
+        ce, vr, xr, l2r, b, lr = ceff[p], vector_rate[p], exp_rate[p], l2_rate[p], buf[p], local_rate[p]
         for j in range(n_ops):
             i = p * n_ops + j
-            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i] = busy_at_design_clock(
-                padded_flops[i], rate[i], ce, wave_eff[i], t_vector[i], l2_bytes[i], l2r, local_reads[i], b, lr)
+            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i], out[7, i] = \
+                busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], exps[j], vr, xr,
+                                     l2_bytes[i], l2r, local_reads[i], b, lr)
     return out[:, :n]
 
 
@@ -1305,15 +1317,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     vector_flops = ops.vector_flops
     if c.dq and ops.dequant_flops.any():  # the dequantizing path of weight-only quantization
         vector_flops = vector_flops + _by_format(c.dq, ops) * ops.dequant_flops
-    # (the vector ALU work and the exponentials run on one unit: their times add, seed 004 §4.8.1)
-    if (vrate > 0).all() and (xrate > 0).all():  # (0 work / a rate = 0)
-        t_vector = pipeline.shared_core(vector_flops / vrate, ops.exps / xrate)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_vector = pipeline.shared_core(np.where(vector_flops > 0, vector_flops / vrate, 0.0),
-                                            np.where(ops.exps > 0, ops.exps / xrate, 0.0))
-        t_vector = np.where(np.isfinite(t_vector), t_vector,
-                            np.where((vector_flops + ops.exps) > 0, np.inf, 0.0))
+    # (its time, vector_time, comes with the design clock's times below)
 
     # ---- energy per level (seed 004 §4.1.3): bytes x pJ/B + FLOPs x pJ/FLOP, every level that exists: the
     # register files (each instruction's operands and accumulators), the local buffer (fills and the matrix
@@ -1354,9 +1358,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # the times at the design clock: the matrix unit's, the on-chip levels' (they run on the core clock: the L2
     # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
     # time), the units' busy time
-    t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1 = _block_kernel(
-        _busy_kernel, (padded_flops, rate, wave_eff, t_vector, l2_bytes, local_reads),
-        (ceff, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock))
+    t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = _block_kernel(
+        _busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads),
+        (ceff, vrate, xrate, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock), (ops.exps,))
     leak_run, clk_run = c.leak, c.clk
     if (c.pipe > 0.5).any():  # a pipeline runs each operator on one chip: that chip's TDP, leakage and clock power
         one = np.where(c.pipe > 0.5, c.nsys, 1.0)

@@ -191,7 +191,7 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
 
 @pytest.mark.parametrize("kernel, rule, order", [
     (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO"),
-    (ev._busy_kernel, ev.busy_at_design_clock, "ffPfffPfPP"),
+    (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order):
