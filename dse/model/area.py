@@ -532,10 +532,8 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         fp = _memory(m, tech).footprint
         return np.nan if fp is None else pick(fp.width, fp.height)
 
-    def points(x):  # (each a read-only (N,) array: one compiled signature)
-        a = np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (n,))).view()
-        a.flags.writeable = False
-        return a
+    def points(x):
+        return jit.points(x, n)
 
     with jit.quiet():
         out = _package_kernel(tuple(points(x) for x in inputs), points(side),

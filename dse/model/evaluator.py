@@ -619,6 +619,8 @@ _PIPELINE_SCALED = ("cap", "leak", "clk", "tdp", "tdp_limit", "fixed1")
 
 def _column(a: np.ndarray) -> np.ndarray:
     """(1, 1) when every point has the same value, else (N, 1)."""
+    if a.shape[0] == 1:
+        return a[:, None]
     if a.shape[0] and a[0] == a[-1] and (a == a[0]).all():
         return a[:1, None]
     return a[:, None]
@@ -1173,11 +1175,14 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
 
 
 def _full(x, shape) -> np.ndarray:
-    """``x`` as a C-ordered float (points, operators) array of ``shape`` (a copy only where it broadcasts)."""
+    """``x`` as a C-ordered float (points, operators) array of ``shape`` (a copy only where it broadcasts),
+    read-only as :func:`dse.model.jit.points` gives them."""
     x = np.asarray(x, dtype=float)
-    if x.shape == shape and x.flags.c_contiguous:
-        return x
-    return np.ascontiguousarray(np.broadcast_to(x, shape))
+    if not (x.shape == shape and x.flags.c_contiguous):
+        x = np.ascontiguousarray(np.broadcast_to(x, shape))
+    x = x.view()
+    x.flags.writeable = False
+    return x
 
 
 def _per_point(x, rows: int) -> np.ndarray:
@@ -1185,7 +1190,7 @@ def _per_point(x, rows: int) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     if x.ndim and x.shape[-1] != 1:
         raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
-    return np.ascontiguousarray(np.broadcast_to(x.reshape(-1), (rows,)))
+    return jit.points(x, rows)
 
 
 def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
@@ -1196,7 +1201,7 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     shape = (1,) * (2 - len(shape)) + shape
     with jit.quiet():
         out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
-                     *(np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), shape[1:])) for x in per_op),
+                     *(jit.points(x, shape[1]) for x in per_op),
                      shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 

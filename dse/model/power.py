@@ -220,8 +220,10 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x = np.asarray(x, dtype=float)
         x = x.reshape((1,) * (2 - x.ndim) + x.shape)
         if x.shape[1] == 1:
-            return np.ascontiguousarray(np.broadcast_to(x[:, 0], (rows,)))
-        return np.ascontiguousarray(x)
+            return jit.points(x[:, 0], rows)
+        x = np.ascontiguousarray(x).view()
+        x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
+        return x
     with jit.quiet():
         r, stretch = _operating_points(*(laid(x) for x in cols), rows, n_ops, float(floor), BISECTION_STEPS)
     return r.reshape(shape), stretch.reshape(shape)

@@ -127,6 +127,21 @@ def test_package_kernel_equals_its_rules(base):
     assert on_base.any() and side.any() and (~on_base & ~side).any()  # (every layout drawn)
 
 
+def test_points_are_read_only_views_or_filled():
+    """jit.points lays a kernel's per-point argument out: the array itself where it already is (n,) (a view: no
+    copy), one value filled n times, and read-only either way (numba compiles read-only and writable arrays
+    apart)."""
+    a = np.arange(5.0)
+    v = jit.points(a, 5)
+    assert np.shares_memory(v, a) and not v.flags.writeable and a.flags.writeable
+    assert np.shares_memory(jit.points(a.reshape(5, 1), 5), a)
+    f = jit.points(np.array([[2.5]]), 4)
+    assert f.tolist() == [2.5] * 4 and not f.flags.writeable and f.flags.c_contiguous
+    assert jit.points(3, 2).tolist() == [3.0, 3.0]
+    with pytest.raises(ValueError):
+        jit.points(np.arange(3.0), 5)
+
+
 def _random_chip_op(rng, n):
     """Random per-point and per-operator inputs of the default tiles, zeros and skinny shapes included."""
     pick = rng.choice
