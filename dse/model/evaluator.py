@@ -689,11 +689,17 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     s1 = pw.dynamic_energy_scale(law.v1, v_nom)
     tdp = chips.get("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
-    peak = np.zeros(chips.n)  # the most compute power: the costliest format at the peak rate
-    e_reg = chips.get("energy.register_file", 0.0)
-    for fmt in chips.formats:  # the datapath and its register-file traffic (dse.model.hierarchy)
-        e_fmt = chips.get(f"energy.flop.{fmt}", 0.0) + register_bytes_per_flop(chips, _value_bytes(fmt)) * e_reg
-        peak = np.maximum(peak, chips.peak_flops(fmt) * e_fmt * s1)
+    # the most compute power: the costliest format at the peak rate (format_power)
+    n, fmts = chips.n, chips.formats
+    stacked = np.empty((2, len(fmts), n))
+    for f, fmt in enumerate(fmts):
+        stacked[0, f], stacked[1, f] = chips.get(f"energy.flop.{fmt}", 0.0), chips.flops_per_cycle(fmt)
+    with jit.quiet():
+        peak = _peak_power_kernel(stacked[0], stacked[1], np.array([_value_bytes(fmt) for fmt in fmts]),
+                                  *(jit.points(x, n) for x in (
+                                      chips["dies"], chips["units"], chips["clock"], chips.get("matrix.instruction.m", 16),
+                                      chips.get("matrix.instruction.n", 16), chips.get("matrix.instruction.k", 16),
+                                      chips.get("energy.register_file", 0.0), s1)))
     p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
     fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
@@ -706,6 +712,29 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     return {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
             "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp,
             "tdp_limit": limit, "tdp_est": estimated.astype(float), "fixed1": fixed1, "most": most}
+
+
+@jit.rule
+def format_power(dies, units, fpc, clock, e_flop, im, inn, ik, value_bytes, e_reg, s1):
+    """The matrix units' power at one format's peak rate (dies x units x FLOPs/cycle x clock, seed 000 "Dense and
+    sparse peaks"), at the datapath's J/FLOP and its register-file traffic's (dse.model.hierarchy) scaled by the
+    design clock's voltage (``s1``)."""
+    e_fmt = e_flop + hierarchy.register_bytes_per_flop(im, inn, ik, value_bytes, tiling.ACCUMULATOR_BYTES) * e_reg
+    return dies * units * fpc * clock * e_fmt * s1
+
+
+@jit.kernel
+def _peak_power_kernel(e_flop, fpc, value_bytes, dies, units, clock, im, inn, ik, e_reg, s1):
+    """Per point the largest :func:`format_power` over its formats (``e_flop``, ``fpc``: (formats, points);
+    ``value_bytes`` per format), 0 at the least; a NaN wins, as numpy's maximum."""
+    n_fmt, n = fpc.shape
+    out = np.zeros(n)
+    for f in range(n_fmt):
+        vb, ef, rate = value_bytes[f], e_flop[f], fpc[f]
+        for i in range(n):
+            out[i] = jit.maximum(out[i], format_power(dies[i], units[i], rate[i], clock[i], ef[i], im[i], inn[i], ik[i],
+                                                      vb, e_reg[i], s1[i]))
+    return out
 
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:

@@ -41,6 +41,7 @@ from dse.model.tiling import ACCUMULATOR_BYTES, ceil_div_core
 __all__ = ["register_bytes_per_flop", "local_read_bytes", "level_time", "level_time_core", "cluster_requests"]
 
 
+@jit.rule
 def register_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES):
     """Register-file bytes per FLOP of an (m, n, k) matrix instruction: read A (m k) and B (k n) in the input
     format, read and write the m n accumulators, over its 2 m n k FLOPs.

@@ -142,6 +142,27 @@ def test_points_are_read_only_views_or_filled():
         jit.points(np.arange(3.0), 5)
 
 
+def test_peak_power_kernel_is_the_largest_format_power():
+    """The TDP estimate's compute power: per point the largest of format_power over the chip's formats (0 at the
+    least), to the bit what numpy gives applying the rule format by format with np.maximum (NaN included)."""
+    rng = np.random.default_rng(RNG_SEED + 13)
+    n, n_fmt = 500, 4
+    e_flop = rng.choice([0.0, 0.3e-12, 1e-12, np.nan], (n_fmt, n))
+    fpc = rng.choice([0.0, 512.0, 1024.0, 4096.0], (n_fmt, n))
+    value_bytes = np.array([0.5, 1.0, 2.0, 4.0])
+    per_point = [rng.choice([1.0, 2.0], n), rng.integers(1, 200, n) * 1.0, rng.uniform(1e9, 2e9, n),
+                 rng.choice([8.0, 16.0, 64.0], n), rng.choice([8.0, 16.0, 256.0], n), rng.choice([8.0, 16.0], n),
+                 rng.choice([0.0, 1e-13], n), rng.uniform(0.5, 1.2, n)]
+    want = np.zeros(n)
+    dies, units, clock, im, inn, ik, e_reg, s1 = per_point
+    for f in range(n_fmt):
+        want = np.maximum(want, ev.format_power(dies, units, fpc[f], clock, e_flop[f], im, inn, ik, value_bytes[f],
+                                                e_reg, s1))
+    got = ev._peak_power_kernel(e_flop, fpc, value_bytes, *(jit.points(x, n) for x in per_point))
+    _same_bits(got, want)
+    assert np.isnan(got).any() and (got > 0).any()
+
+
 def _random_chip_op(rng, n):
     """Random per-point and per-operator inputs of the default tiles, zeros and skinny shapes included."""
     pick = rng.choice
