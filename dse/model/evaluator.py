@@ -502,9 +502,19 @@ def _default_tiles_kernel(point, op, unit_rate):
     for o in range(O):
         m, n, k, batch, emax, ea, eb, is_gemm, a_bytes, b_bytes, c_bytes, on_chip_a, on_chip_c = op[o]
         tm_o, tn_o, split_o = tm_t[o], tn_t[o], split_t[o]
-        for r in range(rows):
-            tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
-                im[r], inn[r], ik[r], buf[r], units[r], l2[r], m, n, k, batch, emax)
+        same = -1  # (a vector operator of the same shape as an earlier one has its tiles: the norms, residuals)
+        if is_gemm < 0.5:
+            for o2 in range(o):
+                if op[o2, 7] < 0.5 and op[o2, 0] == m and op[o2, 1] == n and op[o2, 2] == k and op[o2, 3] == batch \
+                        and op[o2, 4] == emax:
+                    same = o2
+                    break
+        if same >= 0:
+            tm_o[:], tn_o[:], split_o[:] = tm_t[same], tn_t[same], split_t[same]
+        else:
+            for r in range(rows):
+                tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
+                    im[r], inn[r], ik[r], buf[r], units[r], l2[r], m, n, k, batch, emax)
         a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
         req_o = req_t[o]
         if is_gemm < 0.5:  # (its L2 requests: its inputs once)

@@ -325,7 +325,8 @@ def test_default_tiles_l2_bytes_are_the_rule(base):
     """The default tiles' kernel also gives the L2 bytes of the tiles it chose (from its candidates' cluster
     requests); the evaluator takes them where every tile is visible. To the bit what l2_request_bytes (the rule the
     evaluator applies to given tiles) gives on those tiles, over random chips (units, L2, local buffer, multicast
-    clusters of 1 to 8 units) and a decode step's and a 4K prefill's operators."""
+    clusters of 1 to 8 units) and a decode step's and a 4K prefill's operators; the vector operators' tiles (the
+    kernel computes them once per shape) are tile_candidates' first candidate, to the bit."""
     from dse.hardware import Chips, load_chip
     from tests.test_evaluate_fast import workload
     rng = np.random.default_rng(RNG_SEED + 8)
@@ -341,6 +342,40 @@ def test_default_tiles_l2_bytes_are_the_rule(base):
         c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)
         partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
         _same_bits(l2_bytes, ev._l2_request_bytes(ops, c_m, c_n, c.mcast, 1.0, partial))
+        vector = np.flatnonzero(~ops.is_gemm)  # (their tiles: the first candidate; shared by operators of one shape)
+        with jit.quiet():
+            first = ev.tile_candidates(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops.m[vector], ops.n[vector],
+                                       ops.k[vector], ops.batch[vector], ops.emax[vector])[:3]
+        for got, want in zip((tm[:, vector], tn[:, vector], split[:, vector]), first):
+            _same_bits(got, np.broadcast_to(want, got.shape))
+
+
+def test_default_tiles_kernel_vector_operators_of_one_shape():
+    """The default tiles kernel computes a vector operator's tiles once per shape (M, N, K, batch, widest element)
+    and copies them to the later operators of that shape: every operator's (T_M, T_N, split) must still be
+    tile_candidates' first candidate for its own shape, to the bit, on random points and 12 operators drawn from 6
+    shapes, each differing from the first in one field."""
+    rng = np.random.default_rng(RNG_SEED + 14)
+    rows = 257
+    d = _random_chip_op(rng, rows)
+    shapes = np.array([[64.0, 4096.0, 4096.0, 1.0, 2.0], [64.0, 4096.0, 4096.0, 1.0, 4.0],
+                       [64.0, 4096.0, 4096.0, 8.0, 2.0], [64.0, 4096.0, 1024.0, 1.0, 2.0],
+                       [256.0, 4096.0, 4096.0, 1.0, 2.0], [64.0, 1024.0, 4096.0, 1.0, 2.0]])
+    pick = rng.integers(0, len(shapes), 12)
+    pick[:6] = np.arange(6)
+    op = np.zeros((12, 13))
+    op[:, :5] = shapes[pick]
+    op[:, 5:7] = 2.0  # ea, eb; is_gemm 0; bytes
+    op[:, 8:11] = rng.choice([1e3, 1e6], (12, 3))
+    point = np.array([d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], np.zeros(rows), np.zeros(rows),
+                      np.full(rows, 16.0), np.full(rows, 16.0), np.ones(rows)])
+    rate = np.ones((12, rows))
+    tm, tn, split, _ = ev._default_tiles_kernel(point, op, rate)
+    for o in range(12):
+        with jit.quiet():
+            want = ev.tile_candidates(d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], *op[o, :5])[:3]
+        for got, w in zip((tm[:, o], tn[:, o], split[:, o]), want):
+            _same_bits(got, w)
 
 
 def test_sustained_clock_meets_its_definition():
