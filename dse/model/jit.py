@@ -11,16 +11,19 @@ numbers (arithmetic, ``np.floor``, ``np.sqrt`` ... and the selects below; no ``w
 * :func:`elementwise` turns a kernel of numbers into a numpy generalized ufunc over broadcast arrays (for rules
   with loops of their own: the L2 cluster's shapes, the blocks of output tiles);
 * :func:`staggered` holds a kernel's results, one row each, at different offsets in their memory pages (loops
-  that store to arrays at the same page offset as they load from run several times slower).
+  that store to arrays at the same page offset as they load from run several times slower);
+* :func:`points` lays out a kernel's per-point argument (a view where it can, read-only always: one signature).
 
 Rules select with :func:`where`, :func:`maximum` and :func:`minimum`: numpy's own functions in Python; in kernels
 one ``select`` instruction each (numba's ``np.where`` of numbers allocates a 0-d array, 160 ns; its
 ``np.maximum`` branches), so that a loop over points has no branch and LLVM runs it on the CPU's vector lanes
-(the default tiles' candidates: 1.8 ns per point instead of 33). Division follows numpy (``error_model="numpy"``:
+(the default tiles' candidates: 1.8 ns per point instead of 33); :func:`fmax` and :func:`nan_to_num` are built
+from them, and :func:`sqrt` is LLVM's sqrt intrinsic in kernels. Division follows numpy (``error_model="numpy"``:
 x / 0 = inf, 0 / 0 = nan, no exception) and NaN propagates as in numpy, so a compiled rule gives numpy's
 numbers to the bit (tests/model/test_jit.py).
 
-numba is imported when the first kernel is built, not with dse (``dse validate`` does not load it). Kernels are
+numba is imported when the first kernel is built, not with dse (``dse validate`` loads it: it evaluates one design
+to check a study's terms; so does ``dse.model.area.package_area``, a kernel since issue 20's third step). Kernels are
 cached on disk (``cache=True``) in a folder named by a digest of dse/model's sources (:func:`_cache_dir`): the
 first run after a change compiles them (seconds), later ones load them.
 """
