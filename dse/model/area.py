@@ -535,14 +535,22 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     def points(x):
         return jit.points(x, n)
 
-    with jit.quiet():
-        out = _package_kernel(tuple(points(x) for x in inputs), points(side),
-                              points(chips.get("memory_side_cache.capacity", 0.0)),
-                              points(_by_name(mems, lambda m: face(m, min), n)),
-                              points(_by_name(mems, lambda m: face(m, max), n)), points(aspect),
-                              np.array([getattr(coef, name).value for _, name in TERMS]),
-                              float(pkg.die_to_stack_gap), float(pkg.interposer_margin), BASE_COVERAGE)
-    r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
+    args = [tuple(points(x) for x in inputs), points(side), points(chips.get("memory_side_cache.capacity", 0.0)),
+            points(_by_name(mems, lambda m: face(m, min), n)), points(_by_name(mems, lambda m: face(m, max), n)),
+            points(aspect)]
+    fixed = (np.array([getattr(coef, name).value for _, name in TERMS]), float(pkg.die_to_stack_gap),
+             float(pkg.interposer_margin), BASE_COVERAGE)
+
+    def rows(s, e):  # (the kernel's results of points s..e, one row each)
+        with jit.quiet():
+            return _package_kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
+    if n <= _CHUNK_POINTS:
+        out = rows(0, n)
+        r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
+    else:  # (in chunks: a (results, points) array over 32 MiB would come from fresh pages at every call)
+        chunks = [(rows(s, min(n, s + _CHUNK_POINTS)), min(n, s + _CHUNK_POINTS) - s)
+                  for s in range(0, n, _CHUNK_POINTS)]
+        r = {name: np.concatenate([out[k, :m] for out, m in chunks]) for k, name in enumerate(PACKAGE_RESULTS)}
     return PackageArea(
         die_area_mm2=r["die"],
         dies=dies.copy(),
@@ -559,6 +567,11 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         reticle_fields=reticle_fields(chips),
     )
 
+
+#: points per call of :func:`_package_kernel`: its (22 results x points) array stays under glibc's largest mmap
+#: threshold (32 MiB, dse.model.evaluator._MALLOC_SETTINGS), so that it comes from the kept heap, not from fresh
+#: pages (a million points in one call: 0.7 M page faults, 1.3 s of system time per call)
+_CHUNK_POINTS = 1 << 17
 
 #: the per-die parts of :attr:`PackageArea.parts` (mm^2), in the order :func:`die_parts` returns them
 PARTS = ("matrix", "vector", "control", "graphics", "register_file", "local", "sram_memory", "l2", "io", "uncore",

@@ -700,16 +700,16 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     tdp = chips.get("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
     # the most compute power: the costliest format at the peak rate (format_power)
-    n, fmts = chips.n, chips.formats
-    stacked = np.empty((2, len(fmts), n))
-    for f, fmt in enumerate(fmts):
-        stacked[0, f], stacked[1, f] = chips.get(f"energy.flop.{fmt}", 0.0), chips.flops_per_cycle(fmt)
-    with jit.quiet():
-        peak = _peak_power_kernel(stacked[0], stacked[1], np.array([_value_bytes(fmt) for fmt in fmts]),
-                                  *(jit.points(x, n) for x in (
-                                      chips["dies"], chips["units"], chips["clock"], chips.get("matrix.instruction.m", 16),
-                                      chips.get("matrix.instruction.n", 16), chips.get("matrix.instruction.k", 16),
-                                      chips.get("energy.register_file", 0.0), s1)))
+    n = chips.n
+    peak = np.zeros(n)
+    per_point = tuple(jit.points(x, n) for x in (
+        chips["dies"], chips["units"], chips["clock"], chips.get("matrix.instruction.m", 16),
+        chips.get("matrix.instruction.n", 16), chips.get("matrix.instruction.k", 16),
+        chips.get("energy.register_file", 0.0), s1))
+    for fmt in chips.formats:
+        with jit.quiet():
+            _peak_power_kernel(peak, jit.points(chips.get(f"energy.flop.{fmt}", 0.0), n),
+                               jit.points(chips.flops_per_cycle(fmt), n), _value_bytes(fmt), *per_point)
     p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
     fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
@@ -734,17 +734,12 @@ def format_power(dies, units, fpc, clock, e_flop, im, inn, ik, value_bytes, e_re
 
 
 @jit.kernel
-def _peak_power_kernel(e_flop, fpc, value_bytes, dies, units, clock, im, inn, ik, e_reg, s1):
-    """Per point the largest :func:`format_power` over its formats (``e_flop``, ``fpc``: (formats, points);
-    ``value_bytes`` per format), 0 at the least; a NaN wins, as numpy's maximum."""
-    n_fmt, n = fpc.shape
-    out = np.zeros(n)
-    for f in range(n_fmt):
-        vb, ef, rate = value_bytes[f], e_flop[f], fpc[f]
-        for i in range(n):
-            out[i] = jit.maximum(out[i], format_power(dies[i], units[i], rate[i], clock[i], ef[i], im[i], inn[i], ik[i],
-                                                      vb, e_reg[i], s1[i]))
-    return out
+def _peak_power_kernel(peak, e_flop, fpc, value_bytes, dies, units, clock, im, inn, ik, e_reg, s1):
+    """``peak`` (per point) raised in place to one format's :func:`format_power` where that is higher (a NaN wins,
+    as numpy's maximum); called once per format, ``peak`` starting at 0."""
+    for i in range(peak.size):
+        peak[i] = jit.maximum(peak[i], format_power(dies[i], units[i], fpc[i], clock[i], e_flop[i], im[i], inn[i],
+                                                    ik[i], value_bytes, e_reg[i], s1[i]))
 
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:

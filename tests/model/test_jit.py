@@ -144,7 +144,8 @@ def test_points_are_read_only_views_or_filled():
 
 def test_peak_power_kernel_is_the_largest_format_power():
     """The TDP estimate's compute power: per point the largest of format_power over the chip's formats (0 at the
-    least), to the bit what numpy gives applying the rule format by format with np.maximum (NaN included)."""
+    least; the kernel raises it in place, one call per format), to the bit what numpy gives applying the rule
+    format by format with np.maximum (NaN included)."""
     rng = np.random.default_rng(RNG_SEED + 13)
     n, n_fmt = 500, 4
     e_flop = rng.choice([0.0, 0.3e-12, 1e-12, np.nan], (n_fmt, n))
@@ -158,9 +159,32 @@ def test_peak_power_kernel_is_the_largest_format_power():
     for f in range(n_fmt):
         want = np.maximum(want, ev.format_power(dies, units, fpc[f], clock, e_flop[f], im, inn, ik, value_bytes[f],
                                                 e_reg, s1))
-    got = ev._peak_power_kernel(e_flop, fpc, value_bytes, *(jit.points(x, n) for x in per_point))
+    got = np.zeros(n)
+    for f in range(n_fmt):
+        ev._peak_power_kernel(got, jit.points(e_flop[f], n), jit.points(fpc[f], n), value_bytes[f],
+                              *(jit.points(x, n) for x in per_point))
     _same_bits(got, want)
     assert np.isnan(got).any() and (got > 0).any()
+
+
+def test_package_area_in_chunks_is_the_same(monkeypatch):
+    """Past _CHUNK_POINTS points package_area runs its kernel chunk by chunk and joins the rows: the same arrays,
+    to the bit, as one call (chunks of 7 points here, 50 random variants of two base chips)."""
+    from dse.hardware import Chips, load_chip
+    from dse.model import area
+    rng = np.random.default_rng(RNG_SEED + 15)
+    for base in ("h100", "mi300x"):
+        chips = Chips.from_base(load_chip(base), 50, {"units": rng.integers(1, 300, 50).astype(float),
+                                                      "dies": rng.choice([1.0, 2.0, 8.0], 50)})
+        whole = area.package_area_for(chips)
+        monkeypatch.setattr(area, "_CHUNK_POINTS", 7)
+        chunked = area.package_area_for(chips)
+        monkeypatch.undo()
+        for name in ("die_area_mm2", "die_long_mm", "die_short_mm", "hbm_stacks", "hbm_shoreline_stacks",
+                     "interposer_area_mm2", "base_area_mm2", "total_silicon_area_mm2"):
+            _same_bits(getattr(chunked, name), getattr(whole, name))
+        for name in area.PARTS:
+            _same_bits(chunked.parts[name], whole.parts[name])
 
 
 def _random_chip_op(rng, n):
