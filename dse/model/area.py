@@ -393,11 +393,16 @@ def reticle_fields(chips) -> np.ndarray:
 def die_outline(area_mm2, aspect=RETICLE_ASPECT):
     """(long, short) edges in mm of a rectangle of ``area_mm2`` with long/short = ``aspect`` (default 33/26)."""
     a = np.asarray(area_mm2, dtype=float)
+    with jit.quiet():
+        return outline(a, _checked_aspect(aspect))
+
+
+def _checked_aspect(aspect) -> np.ndarray:
+    """``aspect`` as floats, a SpecError where one is below 1 (an aspect ratio is long / short)."""
     r = np.asarray(aspect, dtype=float)
     if np.any(r < 1):
         raise SpecError(f"aspect ratio is long/short and must be >= 1, got {aspect!r}")
-    with jit.quiet():
-        return outline(a, r)
+    return r
 
 
 @jit.rule
@@ -523,8 +528,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     procs, mems, dies, base, side, layouts, uphys = _setup(chips, process, memory, spare_fraction,
                                                            units_physical_, layout)
     pkg = _packaging(tech)
-    if np.any(np.asarray(aspect, dtype=float) < 1):
-        raise SpecError(f"aspect ratio is long/short and must be >= 1, got {aspect!r}")
+    aspect = _checked_aspect(aspect)
     inputs = _term_inputs(chips, procs=procs, mems=mems, uphys=uphys, base=base, dies=dies, tech=tech)
     coef = _area_model(tech).parameters
 
