@@ -1016,26 +1016,27 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
     """:func:`tile_traffic` over a block: flat (points x operators) tiles, then per-point and per-operator inputs;
     its 9 results (jit.staggered). (One pass per part: a pass storing fewer arrays runs on the vector lanes,
     4.8 ms per 1e5 decode points against 11.1 for the rule in one pass.)"""
-    size = tm.size
+    size, n_ops, at = tm.size, jit.op_count(n_ops), jit.of_op
     out = jit.staggered(9, size)
     for p in range(size // n_ops):
         u = units[p]
         for j in range(n_ops):
             i = p * n_ops + j
-            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i] = tile_counts(tm[i], tn[i], split[i], u, m[j],
-                                                                                n[j], batch[j])
+            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i] = tile_counts(tm[i], tn[i], split[i], u, at(m, j),
+                                                                                at(n, j), at(batch, j))
     for p in range(size // n_ops):
         i_k, acc, b = ik[p], acc_bytes[p], buf[p]
         for j in range(n_ops):
             i = p * n_ops + j
-            out[5, i], out[6, i] = resident_operands(tm[i], tn[i], i_k, acc, b, k[j], ea[j], eb[j], is_gemm[j],
-                                                     on_chip_a[j])
+            out[5, i], out[6, i] = resident_operands(tm[i], tn[i], i_k, acc, b, at(k, j), at(ea, j), at(eb, j),
+                                                     at(is_gemm, j), at(on_chip_a, j))
     for p in range(size // n_ops):
         sy, r_m, r_n, b = systolic[p], rm[p], rn[p], buf[p]
         for j in range(n_ops):
             i = p * n_ops + j
-            out[7, i], out[8, i] = local_traffic(tm[i], tn[i], visible[i], sy, r_m, r_n, b, m[j], n[j], k[j],
-                                                 batch[j], emax[j], ea[j], eb[j], on_chip_a[j])
+            out[7, i], out[8, i] = local_traffic(tm[i], tn[i], visible[i], sy, r_m, r_n, b, at(m, j), at(n, j),
+                                                 at(k, j), at(batch, j), at(emax, j), at(ea, j), at(eb, j),
+                                                 at(on_chip_a, j))
     return out[:, :size]
 
 
@@ -1109,15 +1110,15 @@ def _busy_kernel(padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_rea
                  l2_rate, buf, local_rate, exps, n_ops):
     """:func:`busy_at_design_clock` over a block: flat (points x operators) arrays, then per-point ones, then the
     exponentials per operator; its 8 results (jit.staggered)."""
-    n = padded_flops.size
+    n, n_ops = padded_flops.size, jit.op_count(n_ops)
     out = jit.staggered(8, n)
     for p in range(n // n_ops):
         ce, vr, xr, l2r, b, lr = ceff[p], vector_rate[p], exp_rate[p], l2_rate[p], buf[p], local_rate[p]
         for j in range(n_ops):
             i = p * n_ops + j
             out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i], out[7, i] = \
-                busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], exps[j], vr, xr,
-                                     l2_bytes[i], l2r, local_reads[i], b, lr)
+                busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], jit.of_op(exps, j),
+                                     vr, xr, l2_bytes[i], l2r, local_reads[i], b, lr)
     return out[:, :n]
 
 
@@ -1125,7 +1126,7 @@ def _busy_kernel(padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_rea
 def _times_kernel(padded_flops, flops, rate, cr, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory, ceff, n_ops):
     """:func:`operator_times` over a block (flat (points x operators) arrays, then ``ceff`` per point); its 6
     results (jit.staggered)."""
-    n = padded_flops.size
+    n, n_ops = padded_flops.size, jit.op_count(n_ops)
     out = jit.staggered(6, n)
     for p in range(n // n_ops):
         ce = ceff[p]
@@ -1156,7 +1157,7 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     voltage; the highest power of an operator outside the fused blocks (-inf without one); the bound with the most
     time (0 .. 4: the first of the largest, or of the first NaN, as numpy's argmax). A point's operators are
     evaluated, then summed one after another (numpy's pairwise sums differ in the last bits)."""
-    n = cr.size
+    n, n_ops = cr.size, jit.op_count(n_ops)
     rows = n // n_ops
     out = jit.staggered(4, n)  # e_comp, p_fixed, e_fixed, bound
     point = jit.staggered(3, n_ops)  # a point's v, e_scale and power, to sum
@@ -1175,7 +1176,7 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
         cr_min, v_min_o, p_max = np.inf, np.inf, -np.inf
         for j in range(n_ops):
             i = base + j
-            w = count[j]
+            w = jit.of_op(count, j)
             tw = t_op[i] * w
             pf = padded_flops[i] * w
             es = point[1, j]
@@ -1195,7 +1196,7 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
             cr_min = jit.minimum(cr_min, cr[i])
             s_v += point[0, j] * pf
             v_min_o = jit.minimum(v_min_o, point[0, j])
-            p_max = jit.where(grouped[j] > 0.5, p_max, jit.maximum(p_max, point[2, j]))
+            p_max = jit.where(jit.of_op(grouped, j) > 0.5, p_max, jit.maximum(p_max, point[2, j]))
         sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p] = s_comp, s_fixed, s_reg, s_loc, s_l2
         sums[5, p] = s_dev
         sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
@@ -1233,10 +1234,12 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     arguments' broadcast shape (as numpy would give); a last 2-D output (per-point sums) as it is."""
     shape = np.broadcast_shapes(*(np.shape(x) for x in full + per_point), *((1, np.size(x)) for x in per_op))
     shape = (1,) * (2 - len(shape)) + shape
+    # (one operator per point: its per-operator values as numbers and None for the count, jit.of_op)
+    one = shape[1] == 1
     with jit.quiet():
         out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
-                     *(jit.points(x, shape[1]) for x in per_op),
-                     shape[1])
+                     *(float(np.reshape(x, -1)[0]) if one else jit.points(x, shape[1]) for x in per_op),
+                     None if one else shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 
 

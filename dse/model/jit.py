@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "staggered", "where", "maximum",
-           "minimum", "sqrt", "fmax", "nan_to_num", "points", "is_integer", "is_array", "quiet", "compiler"]
+           "minimum", "sqrt", "fmax", "nan_to_num", "points", "of_op", "op_count", "is_integer", "is_array", "quiet",
+           "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -317,6 +318,37 @@ def points(x, n: int) -> np.ndarray:
     a = a.view()
     a.flags.writeable = False
     return a
+
+
+def of_op(x, j):
+    """Operator ``j``'s value of a per-operator kernel argument: ``x[j]`` of an array, ``x`` itself of a number.
+    A block of one operator per point passes its per-operator values as numbers and ``None`` for the operator count
+    (:func:`op_count`): that call compiles a kernel of its own, where the loop over a point's operators is one
+    step long and its values sit in registers, so LLVM runs the loop over the points on the vector lanes (an array
+    load inside the loop might alias the results' stores and keeps it one point at a time: the design-clock kernel
+    on 100,000 GEMM points 0.70 -> 0.19 ms) (issue 20)."""
+    return x if np.ndim(x) == 0 else x[j]
+
+
+def op_count(n_ops):
+    """Operators per point of a block kernel's ``n_ops`` argument: 1 for ``None`` (see :func:`of_op`; in a kernel
+    compiled for ``None`` it is the constant 1)."""
+    return 1 if n_ops is None else n_ops
+
+
+@overload_numbers(of_op)
+def _of_op_numbers(x, j):
+    if is_array(x):
+        return lambda x, j: x[j]
+    return lambda x, j: x
+
+
+@overload_numbers(op_count)
+def _op_count_numbers(n_ops):
+    from numba import types
+    if isinstance(n_ops, (types.NoneType, types.Omitted)):
+        return lambda n_ops: 1
+    return lambda n_ops: n_ops
 
 
 def quiet():

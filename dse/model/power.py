@@ -235,9 +235,8 @@ def _row(x, p):
     return x[p] if np.ndim(x) == 1 else x[min(p, len(x) - 1)]
 
 
-def _of(row, o):
-    """Operator o's value in a :func:`_row`: the point's value itself, or the row's entry o."""
-    return row if np.ndim(row) == 0 else row[o]
+#: operator o's value in a :func:`_row`: the point's value itself, or the row's entry o
+_of = jit.of_op
 
 
 @jit.overload_numbers(_row)
@@ -246,14 +245,6 @@ def _row_numbers(x, p):
     if x.ndim == 1:
         return lambda x, p: x[p]
     return lambda x, p: x[min(p, x.shape[0] - 1)]
-
-
-@jit.overload_numbers(_of)
-def _of_numbers(row, o):
-    """:func:`_of` in kernels, by the row's type."""
-    if jit.is_array(row):
-        return lambda row, o: row[o]
-    return lambda row, o: row
 
 
 @jit.kernel

@@ -142,6 +142,13 @@ def test_points_are_read_only_views_or_filled():
         jit.points(np.arange(3.0), 5)
 
 
+def test_per_operator_values_and_count():
+    """jit.of_op / jit.op_count, a block kernel's per-operator argument and operator count: an array's entry j, a
+    number as it is (one operator per point); None counts one operator."""
+    assert jit.of_op(np.array([1.0, 2.5]), 1) == 2.5 and jit.of_op(4.0, 3) == 4.0
+    assert jit.op_count(None) == 1 and jit.op_count(7) == 7
+
+
 def test_peak_power_kernel_is_the_largest_format_power():
     """The TDP estimate's compute power: per point the largest of format_power over the chip's formats (0 at the
     least; the kernel raises it in place, one call per format), to the bit what numpy gives applying the rule
@@ -249,41 +256,46 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
     return [values((rows, n_ops)) for _ in range(n_full)], [values((rows, 1)) for _ in range(n_point)]
 
 
+@pytest.mark.parametrize("n_ops", [5, 1])
 @pytest.mark.parametrize("kernel, rule, order", [
     (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO"),
     (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
 ])
-def test_block_kernels_equal_their_rules(kernel, rule, order):
+def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
     its rule on the same arrays; ``order``: the rule's arguments, f a (points, operators) one, P a per-point one,
-    O a per-operator one (the kernels take them in that order of kinds, each kind in the rule's order)."""
+    O a per-operator one (the kernels take them in that order of kinds, each kind in the rule's order). With one
+    operator per point the kernel runs compiled for per-operator numbers (dse.model.jit.of_op): checked with the
+    per-operator values of each of 5 operators in turn (finite, zero and infinite ones)."""
     rng = np.random.default_rng(RNG_SEED + 5)
-    n_ops = 5
     full, per_point = _block_inputs(rng, 37, n_ops, order.count("f"), order.count("P") + order.count("O"))
-    per_op = [x[:n_ops, 0] for x in per_point[order.count("P"):]]
+    per_ops = [x[:5, 0] for x in per_point[order.count("P"):]]
     per_point = per_point[:order.count("P")]
-    kinds = {"f": iter(full), "P": iter(per_point), "O": iter(x[None, :] for x in per_op)}
-    args = [next(kinds[kind]) for kind in order]
-    with jit.quiet():
-        ref = rule(*args)
-    got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op))
-    assert len(got) == len(ref)
-    for r, g in zip(ref, got):
-        _same_bits(g, np.broadcast_to(r, g.shape))
+    for first in range(0, 5, n_ops):
+        per_op = [x[first:first + n_ops] for x in per_ops]
+        kinds = {"f": iter(full), "P": iter(per_point), "O": iter(x[None, :] for x in per_op)}
+        args = [next(kinds[kind]) for kind in order]
+        with jit.quiet():
+            ref = rule(*args)
+        got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op))
+        assert len(got) == len(ref)
+        for r, g in zip(ref, got):
+            _same_bits(g, np.broadcast_to(r, g.shape))
 
 
-def test_energy_kernel_equals_its_rule_and_sums():
+@pytest.mark.parametrize("n_ops", [6, 1])
+def test_energy_kernel_equals_its_rule_and_sums(n_ops):
     """The operating-point kernel: per element, to the bit, what numpy gives running dse.model.evaluator's
     operating_energy on the same arrays; per point, the sums over the operators (x their counts) of the energies,
     the times (all, and by bound), the FLOP-weighted clock and voltage, their minima and the highest power outside
     the fused blocks and the bound with the most time (numpy's argmax), computed here with numpy from the rule's
     outputs (within 1e-13: the kernel adds the operators one after another)."""
     rng = np.random.default_rng(RNG_SEED + 6)
-    rows, n_ops = 41, 6
+    rows = 41
     full, per_point = _block_inputs(rng, rows, n_ops, 13, 12, special=np.array([0.0, 1.0, 2.5]))
     count = rng.choice([1.0, 2.0, 36.0], n_ops)
-    grouped = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    grouped = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])[:n_ops]
     (cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2, t_local, padded, reg, loc, l2) = full
     d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
     with jit.quiet():
