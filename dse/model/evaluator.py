@@ -1144,6 +1144,32 @@ POINT_SUMS = ("e_compute", "e_fixed", "e_register", "e_local", "e_l2", "device",
               "power_max", "bound_code")
 
 
+@jit.rule
+def operator_sums(w, e_comp, e_fixed, bound, e_scale, v, cr, t_op, padded_flops, reg_bytes, local_bytes, l2_bytes,
+                  e_reg, e_loc, e_l2, s1):
+    """One operator's terms of its point's sums (:data:`POINT_SUMS`, :func:`_energy_kernel`), ``w`` its count:
+    its compute and fixed energies, the registers', local buffers' and L2's energies at its voltage's scale
+    ``e_scale`` (their J/B at V_nom x s1, the design voltage's scale), its time (all, then by its bound: 5 terms,
+    its time under the one it has), and its FLOP-weighted clock ratio and voltage."""
+    tw = t_op * w
+    pf = padded_flops * w
+    return (e_comp * w, e_fixed * w, reg_bytes * e_reg * s1 * e_scale * w, local_bytes * e_loc * s1 * e_scale * w,
+            l2_bytes * e_l2 * s1 * e_scale * w, tw, jit.where(bound == 0.0, tw, 0.0), jit.where(bound == 1.0, tw, 0.0),
+            jit.where(bound == 2.0, tw, 0.0), jit.where(bound == 3.0, tw, 0.0), jit.where(bound == 4.0, tw, 0.0),
+            cr * pf, v * pf)
+
+
+@jit.rule(loops=True)
+def bound_code(b_matrix, b_vector, b_memory, b_l2, b_local):
+    """The bound with the most time, 0 .. 4 (matrix, vector, memory, L2, local buffer): the first of the largest, or
+    of the first NaN, as numpy's argmax (numbers only; its branches are cheaper than selects here)."""
+    code, top = 0.0, b_matrix
+    for k, x in enumerate((b_vector, b_memory, b_l2, b_local)):
+        take = (x > top) or (np.isnan(x) and not np.isnan(top))
+        code, top = jit.where(take, k + 1.0, code), jit.where(take, x, top)
+    return code
+
+
 @jit.kernel
 def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2, t_local, padded_flops, reg_bytes,
                    local_bytes, l2_bytes, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1,
@@ -1151,21 +1177,46 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     """:func:`operating_energy` over a block (flat (points x operators) arrays, then per point the clock law,
     leakage, clock power, the on-chip levels' J/B and the design voltage's energy scale s1, then per operator its
     count and 1 where it is one of a fused attention block's). Returns the compute energy, the fixed power and
-    energy and the bound (flat), and (len(POINT_SUMS), points): over the operators, x their counts, the sums of
-    the compute and fixed energies, of the registers', local buffers' and L2's energies at the sustained voltage,
-    of the operators' times (all, and by bound); the FLOP-weighted sums and the minima of the clock ratio and the
-    voltage; the highest power of an operator outside the fused blocks (-inf without one); the bound with the most
-    time (0 .. 4: the first of the largest, or of the first NaN, as numpy's argmax). A point's operators are
-    evaluated, then summed one after another (numpy's pairwise sums differ in the last bits)."""
-    n, n_ops = cr.size, jit.op_count(n_ops)
-    rows = n // n_ops
+    energy and the bound (flat), and (len(POINT_SUMS), points): over the operators, the sums of their
+    :func:`operator_sums`; the minima of the clock ratio and the voltage; the highest power of an operator outside
+    the fused blocks (-inf without one); the :func:`bound_code` of the times by bound. A point's operators are
+    evaluated, then summed one after another (numpy's pairwise sums differ in the last bits). One operator per
+    point (``n_ops`` None, jit.of_op): a pass along the points for the operating points, then one per few sums,
+    each on the vector lanes (a loop storing 17 sums per point runs one point at a time)."""
+    n, k = cr.size, jit.op_count(n_ops)
+    rows = n // k
     out = jit.staggered(4, n)  # e_comp, p_fixed, e_fixed, bound
-    point = jit.staggered(3, n_ops)  # a point's v, e_scale and power, to sum
     sums = np.empty((len(POINT_SUMS), rows))
+    if n_ops is None:
+        w, outside = jit.of_op(count, 0), jit.of_op(grouped, 0) < 0.5
+        point = jit.staggered(3, n)  # v, e_scale and power
+        for i in range(n):
+            point[0, i], point[1, i], out[0, i], out[1, i], out[2, i], out[3, i], point[2, i] = operating_energy(
+                cr[i], d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i], leak[i], clk[i], e_comp1[i], e_mem[i],
+                t_op[i], t_matrix[i], t_vector[i], t_memory[i], t_l2[i], t_local[i])
+        for first in range(0, 13, 5):  # (five sums a pass: the terms a pass does not store are never computed)
+            for i in range(n):
+                t = operator_sums(w, out[0, i], out[2, i], out[3, i], point[1, i], point[0, i], cr[i], t_op[i],
+                                  padded_flops[i], reg_bytes[i], local_bytes[i], l2_bytes[i], e_reg[i], e_loc[i],
+                                  e_l2[i], s1[i])
+                if first == 0:
+                    sums[0, i], sums[1, i], sums[2, i], sums[3, i], sums[4, i] = (
+                        0.0 + t[0], 0.0 + t[1], 0.0 + t[2], 0.0 + t[3], 0.0 + t[4])
+                elif first == 5:
+                    sums[5, i], sums[6, i], sums[7, i], sums[8, i], sums[9, i] = (
+                        0.0 + t[5], 0.0 + t[6], 0.0 + t[7], 0.0 + t[8], 0.0 + t[9])
+                else:
+                    sums[10, i], sums[11, i], sums[13, i] = 0.0 + t[10], 0.0 + t[11], 0.0 + t[12]
+        for i in range(n):
+            sums[12, i], sums[14, i] = jit.minimum(np.inf, cr[i]), jit.minimum(np.inf, point[0, i])
+            sums[15, i] = jit.where(outside, jit.maximum(-np.inf, point[2, i]), -np.inf)
+            sums[16, i] = bound_code(sums[6, i], sums[7, i], sums[8, i], sums[9, i], sums[10, i])
+        return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
+    point = jit.staggered(3, k)  # a point's v, e_scale and power, to sum
     for p in range(rows):
         dd, a, b, c, e, f, g, h = d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p], leak[p], clk[p]
-        base = p * n_ops
-        for j in range(n_ops):
+        base = p * k
+        for j in range(k):
             i = base + j
             point[0, j], point[1, j], out[0, i], out[1, i], out[2, i], out[3, i], point[2, j] = operating_energy(
                 cr[i], dd, a, b, c, e, f, g, h, e_comp1[i], e_mem[i], t_op[i], t_matrix[i], t_vector[i],
@@ -1174,38 +1225,21 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
         s_comp = s_fixed = s_reg = s_loc = s_l2 = s_dev = s_cr = s_v = 0.0
         b_mat = b_vec = b_mem = b_l2 = b_loc = 0.0
         cr_min, v_min_o, p_max = np.inf, np.inf, -np.inf
-        for j in range(n_ops):
+        for j in range(k):
             i = base + j
-            w = jit.of_op(count, j)
-            tw = t_op[i] * w
-            pf = padded_flops[i] * w
-            es = point[1, j]
-            s_comp += out[0, i] * w
-            s_fixed += out[2, i] * w
-            s_reg += reg_bytes[i] * er * s * es * w
-            s_loc += local_bytes[i] * el * s * es * w
-            s_l2 += l2_bytes[i] * e2 * s * es * w
-            s_dev += tw
-            bd = out[3, i]
-            b_mat += jit.where(bd == 0.0, tw, 0.0)
-            b_vec += jit.where(bd == 1.0, tw, 0.0)
-            b_mem += jit.where(bd == 2.0, tw, 0.0)
-            b_l2 += jit.where(bd == 3.0, tw, 0.0)
-            b_loc += jit.where(bd == 4.0, tw, 0.0)
-            s_cr += cr[i] * pf
+            t = operator_sums(jit.of_op(count, j), out[0, i], out[2, i], out[3, i], point[1, j], point[0, j], cr[i],
+                              t_op[i], padded_flops[i], reg_bytes[i], local_bytes[i], l2_bytes[i], er, el, e2, s)
+            s_comp, s_fixed, s_reg, s_loc, s_l2 = s_comp + t[0], s_fixed + t[1], s_reg + t[2], s_loc + t[3], s_l2 + t[4]
+            s_dev, b_mat, b_vec, b_mem, b_l2 = s_dev + t[5], b_mat + t[6], b_vec + t[7], b_mem + t[8], b_l2 + t[9]
+            b_loc, s_cr, s_v = b_loc + t[10], s_cr + t[11], s_v + t[12]
             cr_min = jit.minimum(cr_min, cr[i])
-            s_v += point[0, j] * pf
             v_min_o = jit.minimum(v_min_o, point[0, j])
             p_max = jit.where(jit.of_op(grouped, j) > 0.5, p_max, jit.maximum(p_max, point[2, j]))
         sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p] = s_comp, s_fixed, s_reg, s_loc, s_l2
         sums[5, p] = s_dev
         sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
         sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v, v_min_o, p_max
-        code, top = 0.0, b_mat
-        for k, x in enumerate((b_vec, b_mem, b_l2, b_loc)):
-            take = (x > top) or (np.isnan(x) and not np.isnan(top))
-            code, top = jit.where(take, k + 1.0, code), jit.where(take, x, top)
-        sums[16, p] = code
+        sums[16, p] = bound_code(b_mat, b_vec, b_mem, b_l2, b_loc)
     return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
 
 
