@@ -225,7 +225,8 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
         return x
     with jit.quiet():
-        r, stretch = _operating_points(*(laid(x) for x in cols), rows, n_ops, float(floor), BISECTION_STEPS)
+        r, stretch = _operating_points(*(laid(x) for x in cols), rows, None if n_ops == 1 else n_ops, float(floor),
+                                       BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     return r.reshape(shape), stretch.reshape(shape)
 
 
@@ -255,6 +256,7 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
     the design clock (a point's values loaded once; its inputs read in place, no transposed copies); the entries
     over are gathered and bisected with one branch-free pass per step (to 2^-steps of the range, the lower end
     kept), on the vector lanes (the bisection 9x the numpy steps' speed, issue 20)."""
+    n_ops = jit.op_count(n_ops)
     r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
     hot = np.empty(rows * n_ops, dtype=np.bool_)
     n_hot = 0
