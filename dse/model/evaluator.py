@@ -945,20 +945,6 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     return ws[:, 0] if ws.shape[1] == 1 else ws.max(axis=1)
 
 
-def _gemm_columns(ops: OpTable, rule, *args):
-    """``rule``'s (r_A, r_B) (the reads below a cache: tiling.cache_reads) on the GEMM-like operators' columns only,
-    1 on the others: an operator without GEMM operands reads its inputs once (the rule gives 1, 1 there too)."""
-    cols, O = ops.gemm_cols, len(ops.names)
-    if cols.size == O:
-        return rule(*args)
-    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
-    out_a, out_b = np.ones(shape), np.ones(shape)
-    if cols.size:
-        r_a, r_b = rule(*(a[..., cols] if np.ndim(a) and np.shape(a)[-1] == O else a for a in args))
-        out_a[..., cols], out_b[..., cols] = r_a, r_b
-    return out_a, out_b
-
-
 # ---- the block's per-element chains (issue 20): each a rule of numbers, run by numpy on arrays (the tests) and by a
 # kernel over the block (production). A kernel takes the (points, operators) arrays flattened (C order: point p's
 # operators at p x n_ops ..), the per-point ones as (points,) and the per-operator ones as (operators,); it loops
@@ -1037,6 +1023,26 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
             out[7, i], out[8, i] = local_traffic(tm[i], tn[i], visible[i], sy, r_m, r_n, b, at(m, j), at(n, j),
                                                  at(k, j), at(batch, j), at(emax, j), at(ea, j), at(eb, j),
                                                  at(on_chip_a, j))
+    return out[:, :size]
+
+
+@jit.kernel
+def _cache_reads_kernel(c_m, c_n, split, keep_a, keep_b, units, capacity, buf, a_bytes, b_bytes, m, n, k, ea, eb,
+                        a_read, n_ops):
+    """(r_A, r_B) of :func:`dse.model.tiling.cache_reads_core` over a block: flat (points x operators) tile counts,
+    splits and kept panels, then per point the units and the cache's capacity beside the local buffer, then per
+    operator its GEMM operands' bytes, shape and element sizes, and A's bytes in the block cost (an operator
+    without GEMM operands: 1, 1); its 2 results (jit.staggered). (Each element searches its block's height: a
+    loop of its own, one element at a time; in a kernel the operators' columns need no gathering.)"""
+    size, n_ops, at = c_m.size, jit.op_count(n_ops), jit.of_op
+    out = jit.staggered(2, size)
+    for p in range(size // n_ops):
+        u, cap, b = units[p], capacity[p], buf[p]
+        for j in range(n_ops):
+            i = p * n_ops + j
+            out[0, i], out[1, i] = tiling.cache_reads_core(
+                at(a_bytes, j), at(b_bytes, j), at(m, j), at(n, j), at(k, j), at(ea, j), at(eb, j), c_m[i], c_n[i], u,
+                split[i], cap, b, keep_a[i], keep_b[i], at(a_read, j))
     return out[:, :size]
 
 
@@ -1335,8 +1341,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     a_read = np.where(ops.on_chip_a, 0.0, ops.a_gemm)
     # below the L2 (tiling.cache_reads): one pool for the package's units, or each die's own (l2_scope: die)
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
-    rA, rB = _gemm_columns(ops, tiling.cache_reads, ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, c_m,
-                           c_n, units / dom, split, l2 / dom, c.buf, keep_a, keep_b, a_read)
+    gemm_operands = (ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, a_read)
+    rA, rB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b), (units / dom, l2 / dom, c.buf),
+                           gemm_operands)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     has_msc = c.msc > 0
@@ -1344,8 +1351,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
         bytes_msc = np.where(has_msc, a_mem * rA + ops.b_bytes * rB + c_mem, 0.0)
-        hA, hB = _gemm_columns(ops, tiling.cache_reads, ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb,
-                               c_m, c_n, units, split, np.maximum(c.msc, l2), c.buf, keep_a, keep_b, a_read)
+        hA, hB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
+                               (units, np.maximum(c.msc, l2), c.buf), gemm_operands)
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
     # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)

@@ -490,6 +490,37 @@ def test_vector_operators_read_once():
     assert (float(ra), float(rb)) == (1.0, 1.0)
 
 
+@pytest.mark.parametrize("n_ops", [6, 1])
+def test_cache_reads_kernel_equals_the_rule(n_ops):
+    """The block's cache-read kernel (dse.model.evaluator._cache_reads_kernel: every operator's column in one loop)
+    gives, to the bit, what dse.model.tiling.cache_reads gives (the rule run by numpy, as a generalized ufunc) on
+    the same (points, operators) tile counts, splits and kept panels, per-point units, cache and local buffer, and
+    per-operator GEMM operands; operators without GEMM operands (bytes 0) included, which read once (1, 1)."""
+    rng = np.random.default_rng(RNG_SEED + 17)
+    rows = 300
+    c_m, c_n = (rng.integers(1, 300, (rows, n_ops)).astype(float) for _ in range(2))
+    split = rng.choice([1.0, 2.0, 4.0, 13.0], (rows, n_ops))
+    keep_a, keep_b = (rng.choice([0.0, 1.0], (rows, n_ops)) for _ in range(2))
+    units, capacity = rng.integers(1, 265, (rows, 1)).astype(float), rng.choice([0.0, 4e6, 5e7, 2.6e8], (rows, 1))
+    buf = rng.choice([0.0, 64e3, 228e3, 2e6], (rows, 1))
+    a_bytes = rng.choice([0.0, 8e3, 2e6, 3e8], n_ops)
+    b_bytes = np.where(a_bytes > 0, rng.choice([5e6, 3.3e7, 1e9], n_ops), 0.0)
+    m, n, k = (rng.choice([1.0, 64.0, 4096.0, 12288.0], n_ops) for _ in range(3))
+    ea, eb = rng.choice([1.0, 2.0], n_ops), rng.choice([0.5, 1.0, 2.0], n_ops)
+    a_read = np.where(rng.random(n_ops) < 0.3, 0.0, a_bytes)
+    if n_ops > 1:
+        a_bytes[0] = b_bytes[0] = a_read[0] = 0.0  # (a vector operator)
+    per_op = (a_bytes, b_bytes, m, n, k, ea, eb, a_read)
+    want = tiling.cache_reads(a_bytes, b_bytes, m, n, k, ea, eb, c_m, c_n, units, split, capacity, buf, keep_a,
+                              keep_b, a_read)
+    got = ev._block_kernel(ev._cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b), (units, capacity, buf), per_op)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    assert (np.concatenate(got) != 1.0).any()  # (the blocks re-read something)
+    if n_ops > 1:
+        assert (got[0][:, 0] == 1.0).all() and (got[1][:, 0] == 1.0).all()
+
+
 def test_cache_folder_follows_every_model_source(tmp_path):
     """The kernels' cache folder is named by all of dse/model's sources: a change to a rule in one file gives a new
     folder even where the kernel that inlines it lives in another (numba checks the kernel's own file only)."""
