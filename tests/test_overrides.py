@@ -236,6 +236,41 @@ def test_derivation_is_per_point():
             assert joint[k][i] == pytest.approx(v[0], rel=1e-15, abs=0, nan_ok=True), (s.name, k)
 
 
+@pytest.mark.parametrize("name", ["h100", "mi355x", "tpu-v1", "cerebras-wse-3"])
+def test_a_figure_no_point_changes_is_held_once(name):
+    """Chips.from_base holds a figure that nothing a point changes derives from as one value laid over the points
+    (stride 0, read-only: dse.hardware.chips.same_at_every_point), and derives every figure as each point alone
+    would: N points give, to the bit, the arrays of N one-point Chips."""
+    from dse.hardware.chips import over_points, same_at_every_point
+    base, n = load_chip(name), 40
+    rng = np.random.default_rng(7)
+    over = {"units": rng.integers(1, 300, n).astype(float), "clock": rng.uniform(0.5e9, 2.5e9, n),
+            "l2": rng.choice([0.0, 4e6, 5e7], n)}
+    chips = Chips.from_base(base, n, over)
+    for i in range(0, n, 7):
+        alone = Chips.from_base(base, 1, {k: v[i:i + 1] for k, v in over.items()})
+        assert set(alone.arrays) == set(chips.arrays)
+        for k, v in alone.arrays.items():
+            a, b = chips[k][i], v[0]
+            assert a == b or (np.isnan(a) and np.isnan(b)), (name, k, i)
+    shared = [k for k, v in chips.arrays.items() if same_at_every_point(v)]
+    varying = set(chips.arrays) - set(shared)
+    # the overridden inputs and what derives from them vary; the node's and the memory's figures do not
+    assert {"units", "clock", "l2", "energy.l2", "l2_bytes_per_cycle"} <= varying, varying
+    assert {"tech.v_min", "energy.local", "memory.capacity", "dies"} <= set(shared)
+    assert len(shared) > len(varying)
+    for k in shared:
+        assert chips[k].strides == (0,) and not chips[k].flags.writeable
+        with pytest.raises(ValueError):
+            chips[k][0] = 1.0
+    missing = chips.get("no.such.figure", 2.5)
+    assert missing.shape == (n,) and (missing == 2.5).all() and same_at_every_point(missing)
+    assert chips.compact("tech.v_min").shape == (1,) and chips.compact("units").shape == (n,)
+    assert over_points(3.0, 4).tolist() == [3.0] * 4 and over_points(np.arange(4.0), 4).tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError):
+        over_points(np.arange(3.0), 4)
+
+
 def test_scalar_tables_agree_with_the_derivation():
     """dse.technology.chip_energy (the scalar look-up) and ChipSpec's figures give what Chips derive."""
     for s in catalog():

@@ -21,6 +21,11 @@ class Chips:
     search takes. Both build the raw inputs (``inputs``; NaN where a point
     does not give a value) and derive the rest with :func:`derive`, so a
     chip file and a design point of the same design are the same arrays.
+
+    A figure every point shares because nothing it derives from varies (the base chip's own values in a search)
+    is derived once and held as a read-only view of that one value over the N points (stride 0:
+    :func:`same_at_every_point`), not N copies: the evaluator computes with it once (issue 20), and a million
+    points do not hold a million copies of each of the chip's ~100 figures.
     """
 
     def __init__(self, arrays: dict[str, np.ndarray], formats: list[str], names: list[str] | None = None,
@@ -121,7 +126,8 @@ class Chips:
         for k, a in inputs.items():  # a format a chip lacks: rate 0 (the evaluator falls back to a wider one)
             if k.startswith(("matrix.flops_per_cycle.", "tech.flop.")):
                 a[np.isnan(a)] = 0.0
-        return cls(derive(inputs), formats, [s.name for s in specs], list(specs), inputs=inputs)
+        return cls(_over_points(derive(inputs), len(specs)), formats, [s.name for s in specs], list(specs),
+                   inputs=inputs)
 
     @classmethod
     def from_base(cls, base: ChipSpec, n: int, overrides: dict[str, np.ndarray] | None = None) -> "Chips":
@@ -143,17 +149,19 @@ class Chips:
             known = sorted(k for k in known if not k.startswith("tech."))
             raise SpecError([unknown_name("chip parameter", k, known) for k in unknown])
         reset, keep = override_rules(overrides)
-        inputs = {k: np.full(n, v, dtype=float) for k, v in view.items() if k not in reset}
+        # (a value every point shares is one value, and so is what derives from such values alone: _over_points)
+        inputs = {k: np.array([v], dtype=float) for k, v in view.items() if k not in reset}
         for k, v in overrides.items():
-            inputs[k] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+            a = np.asarray(v, dtype=float)
+            inputs[k] = a.reshape(1) if a.size == 1 else np.broadcast_to(a, (n,)).copy()
         if keep:  # the kept figures of the design with every other change (as with_overrides)
             before = {k: v for k, v in inputs.items() if k not in KEEPS or k not in overrides}
-            before.update({k: np.full(n, view[k]) for k in KEEPS if k in overrides and k in view})
+            before.update({k: np.array([view[k]], dtype=float) for k in KEEPS if k in overrides and k in view})
             pre = derive(before)
             inputs.update({k: pre[k] for k in keep})
         formats = sorted(set(base.matrix.flops_per_cycle) | {
             k.rsplit(".", 1)[1] for k in overrides if k.startswith("matrix.flops_per_cycle.")})
-        return cls(derive(inputs), formats, None, None, base, inputs=inputs)
+        return cls(_over_points(derive(inputs), n), formats, None, None, base, inputs=_over_points(inputs, n))
 
     # ------------------------------------------------------------ derived, vectorized
     @property
@@ -162,7 +170,7 @@ class Chips:
 
     def flops_per_cycle(self, fmt: str) -> np.ndarray:
         key = f"matrix.flops_per_cycle.{_canonical_format(fmt)}"
-        return self.arrays[key] if key in self.arrays else np.zeros(self.n)
+        return self.get(key, 0.0)
 
     def peak_flops(self, fmt: str) -> np.ndarray:
         """dies x units x FLOPs/cycle x clock (seed 000 "Dense and sparse peaks")."""
@@ -180,8 +188,15 @@ class Chips:
         return self.peak_flops(fmt) / self.memory_bandwidth
 
     def get(self, key: str, default: float = 0.0) -> np.ndarray:
+        """The array of ``key``, else ``default`` at every point (a read-only view of the one value)."""
         a = self.arrays.get(key)
-        return a if a is not None else np.full(self.n, default, dtype=float)
+        return a if a is not None else _over_points({key: np.array([default], dtype=float)}, self.n)[key]
+
+    def compact(self, key: str, default: float = 0.0) -> np.ndarray:
+        """:meth:`get`, as one value where every point shares it (:func:`same_at_every_point`), else the N values:
+        numpy computes with it once and broadcasts (:func:`over_points` lays a result back over the points)."""
+        a = self.get(key, default)
+        return a[:1] if same_at_every_point(a) else a
 
     def take(self, index) -> "Chips":
         idx = np.atleast_1d(np.asarray(index))
@@ -190,3 +205,29 @@ class Chips:
         specs = [self.specs[i] for i in idx] if self.specs else None
         inputs = {k: v[idx] for k, v in self.inputs.items()} if self.inputs is not None else None
         return Chips(arrays, self.formats, names, specs, self.base, inputs)
+
+
+def _over_points(arrays: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """``arrays`` with every one-value array laid over the ``n`` points as a read-only view of that value (stride 0);
+    arrays of ``n`` values as they are."""
+    out = {}
+    for k, a in arrays.items():
+        a = np.asarray(a, dtype=float)
+        if a.shape != (n,):
+            if a.size != 1:
+                raise ValueError(f"{k}: {a.shape[0] if a.ndim else 1} values for {n} design points")
+            a = np.broadcast_to(a.reshape(1), (n,))
+        out[k] = a
+    return out
+
+
+def over_points(a, n: int) -> np.ndarray:
+    """``a`` (a number, one value or ``n`` values) as ``n`` float values: one value as a read-only view of it over
+    the points (stride 0, as :class:`Chips` holds such figures)."""
+    return _over_points({"value": np.atleast_1d(np.asarray(a, dtype=float))}, n)["value"]
+
+
+def same_at_every_point(a: np.ndarray) -> bool:
+    """``a`` (an array of the points) holds one value laid over every point (:class:`Chips`: a figure no point
+    changes), known without reading it: one point, or a stride of 0."""
+    return a.shape[0] == 1 or a.strides[0] == 0

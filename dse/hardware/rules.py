@@ -129,8 +129,8 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     :meth:`Chips.from_base` and (through from_specs) :func:`with_overrides`.
     """
     a = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
-    n = len(next(iter(a.values())))
-    nan = np.full(n, np.nan)
+    nan = np.full(1, np.nan)  # (arrays of N or of one value broadcast: a figure derived from one-value inputs alone
+    #  has one value, Chips.from_base)
 
     def get(key):
         return a.get(key, nan)

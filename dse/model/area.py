@@ -92,6 +92,7 @@ import numpy as np
 
 from dse import technology
 from dse.errors import SpecError, unknown_name
+from dse.hardware.chips import over_points, same_at_every_point
 from dse.model import jit, links
 
 __all__ = [
@@ -274,16 +275,16 @@ def matrix_equivalent(chips, tech=None) -> np.ndarray:
     FLOP/cycle per SM; the RTX PRO 6000 runs the same GB202 at 1024).
     """
     fa = _area_model(tech).format_area
-    vector = chips.get("vector.flops_per_cycle", 0.0)
-    out = np.zeros(len(chips))
+    vector = chips.compact("vector.flops_per_cycle", 0.0)
+    out = np.zeros(1)
     prefix = "matrix.flops_per_cycle_physical."
     physical = {k[len(prefix):] for k in getattr(chips, "arrays", {}) if k.startswith(prefix)}
     for fmt in sorted(set(chips.formats) | physical):
-        rate = chips.flops_per_cycle(fmt) if fmt in chips.formats else np.zeros(len(chips))
+        rate = chips.compact(f"matrix.flops_per_cycle.{fmt}", 0.0) if fmt in chips.formats else np.zeros(1)
         if fmt in physical:  # the datapath as built, where the product enables less (GeForce FP32 accumulate)
-            rate = np.fmax(rate, np.nan_to_num(chips.get(prefix + fmt, 0.0)))
+            rate = np.fmax(rate, np.nan_to_num(chips.compact(prefix + fmt, 0.0)))
         out = np.maximum(out, np.where(rate > vector, rate * fa[technology.format_class(fmt)], 0.0))
-    return out
+    return over_points(out, len(chips))
 
 
 #: the area model's fitted coefficients (area_model.yaml ``parameters``), in the order the fit reports them
@@ -293,13 +294,15 @@ COEFFICIENTS = ("matrix_tensor_core", "matrix_systolic", "vector_lane", "unit_co
 
 def _link_rate(chips, link: str) -> np.ndarray:
     """Bytes/s one way of a chip's ``link`` in all: lanes x lane rate is one link per peer, a bandwidth the total."""
-    rate = np.nan_to_num(chips.get(f"links.{link}.rate", 0.0))
+    rate = np.nan_to_num(chips.compact(f"links.{link}.rate", 0.0))
     if link == "scale_up":  # a mesh or torus drives one link per peer, a ring two, a switch port one
-        topology = links.topology_code(chips.arrays.get("links.scale_up.topology"),
-                                       chips.get("links.scale_up.lanes", np.nan),
-                                       chips.get("links.scale_up.bandwidth", np.nan))
-        rate = rate * links.links_per_chip(topology, np.nan_to_num(chips.get("links.scale_up.peers", 1.0), nan=1.0))
-    return rate
+        topology = chips.arrays.get("links.scale_up.topology")
+        topology = links.topology_code(None if topology is None else chips.compact("links.scale_up.topology"),
+                                       chips.compact("links.scale_up.lanes", np.nan),
+                                       chips.compact("links.scale_up.bandwidth", np.nan))
+        rate = rate * links.links_per_chip(topology, np.nan_to_num(chips.compact("links.scale_up.peers", 1.0),
+                                                                   nan=1.0))
+    return over_points(rate, len(chips))
 
 
 def _term_inputs(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple:
@@ -383,11 +386,11 @@ def area_terms(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple[lis
 
 def reticle_fields(chips) -> np.ndarray:
     """Reticle fields each die is stitched across (``area.reticle_fields``; 1 where a chip does not say)."""
-    f = chips.get("area.reticle_fields", 1.0).astype(float).copy()
-    f[~np.isfinite(f)] = 1.0
+    f = chips.compact("area.reticle_fields", 1.0).astype(float)
+    f = np.where(np.isfinite(f), f, 1.0)
     if np.any(f < 1):
         raise SpecError("area.reticle_fields must be >= 1 (a die covers at least one reticle field)")
-    return f
+    return over_points(f, len(chips))
 
 
 def die_outline(area_mm2, aspect=RETICLE_ASPECT):
@@ -486,9 +489,11 @@ def _setup(chips, process, memory, spare_fraction, units_physical_, layout):
         raise SpecError("the HBM generation of these design points is not known (chips built without specs): "
                         "pass memory='hbm3' (the base chip's hbm.generation)")
     dies = chips.get("dies", 1.0)
-    if layout is None:  # by die count, vectorized (_layouts names them)
-        base, side = dies > 2, dies == 2
+    if layout is None:  # by die count, vectorized (_layouts names them), once where every point has the same count
+        d = dies[:1] if same_at_every_point(dies) else dies
+        base, side = d > 2, d == 2
         layouts = np.array(LAYOUTS).take(base * 2 + side)  # (LAYOUTS' order: 0 monolithic, 1 side, 2 base)
+        base, side, layouts = (np.broadcast_to(x, (n,)) for x in (base, side, layouts))
     else:
         layouts = np.array(_layouts(dies, layout))
         base, side = layouts == "base_dies", layouts == "side_by_side"
@@ -557,7 +562,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         r = {name: np.concatenate([out[k, :m] for out, m in chunks]) for k, name in enumerate(PACKAGE_RESULTS)}
     return PackageArea(
         die_area_mm2=r["die"],
-        dies=dies.copy(),
+        dies=dies if same_at_every_point(dies) else dies.copy(),
         total_silicon_area_mm2=r["total_silicon"],
         base_area_mm2=r["base_area"],
         units_physical=uphys,

@@ -74,6 +74,7 @@ import pandas as pd
 
 from dse.errors import SpecError
 from dse.hardware import Chips
+from dse.hardware.chips import over_points, same_at_every_point
 from dse.model import (area as area_mod, capacity as cap_rules, experts, hierarchy, jit, links, pipeline,
                        power as pw, tiling)
 from dse.model.power import MIN_CLOCK_RATIO
@@ -269,7 +270,8 @@ def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray, np.nda
         fp = chips.flops_per_cycle(f)
         ok = ~done & (fp > 0)
         if ok.all():  # the common case: every point has it
-            return fp.copy(), chips.get(f"energy.flop.{f}", 0.0).copy(), np.full(chips.n, _value_bytes(f))
+            return (over_points(fp[:1] if same_at_every_point(fp) else fp.copy(), chips.n),
+                    over_points(chips.compact(f"energy.flop.{f}", 0.0), chips.n), over_points(_value_bytes(f), chips.n))
         if ok.any():
             rate[ok] = fp[ok]
             energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
@@ -310,8 +312,11 @@ def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndar
 def register_bytes_per_flop(chips: Chips, elem_bytes) -> np.ndarray:
     """Register-file bytes per matrix FLOP of each point's instruction at operand size ``elem_bytes``
     (:func:`dse.model.hierarchy.register_bytes_per_flop`)."""
-    return hierarchy.register_bytes_per_flop(chips.get("matrix.instruction.m", 16), chips.get("matrix.instruction.n", 16),
-                                             chips.get("matrix.instruction.k", 16), elem_bytes)
+    one = np.asarray(elem_bytes)
+    one = one[:1] if one.ndim == 1 and same_at_every_point(one) else one
+    return over_points(hierarchy.register_bytes_per_flop(
+        chips.compact("matrix.instruction.m", 16), chips.compact("matrix.instruction.n", 16),
+        chips.compact("matrix.instruction.k", 16), one), chips.n)
 
 
 def _l2_request_bytes(ops: OpTable, c_m, c_n, mcast, visible, partial):
@@ -588,8 +593,9 @@ def _tile_levels(c: "ChipColumns", fpc) -> tuple:
 
 def _psum_capacity(chips: Chips) -> np.ndarray:
     """Where split-K partial sums can live on chip: L2, or the SRAM main memory of an SRAM-only chip."""
-    l2 = chips.get("l2", 0.0) * chips["dies"]
-    return np.where(chips.get("memory.kind", 0.0) == 2, np.maximum(l2, chips.get("memory.capacity", 0.0)), l2)
+    l2 = chips.compact("l2", 0.0) * chips.compact("dies")
+    return over_points(np.where(chips.compact("memory.kind", 0.0) == 2,
+                                np.maximum(l2, chips.compact("memory.capacity", 0.0)), l2), chips.n)
 
 
 # chip inputs the model reads: (name in the block, dotted chip key or a derived name, default)
@@ -628,9 +634,10 @@ _PIPELINE_SCALED = ("cap", "leak", "clk", "tdp", "tdp_limit", "fixed1")
 
 
 def _column(a: np.ndarray) -> np.ndarray:
-    """(1, 1) when every point has the same value, else (N, 1)."""
-    if a.shape[0] == 1:
-        return a[:, None]
+    """(1, 1) when every point has the same value (known without reading it where the chips hold one value,
+    dse.hardware.chips.same_at_every_point), else (N, 1)."""
+    if same_at_every_point(a):
+        return a[:1, None]
     if a.shape[0] and a[0] == a[-1] and (a == a[0]).all():
         return a[:1, None]
     return a[:, None]
@@ -684,23 +691,26 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     """
     if package is None:
         package = area_mod.package_area_for(chips)
-    parts, dies = package.parts, chips.get("dies", 1.0)
+    # (chips.compact: a figure every point shares is computed with once, then broadcast)
+    n, parts, dies = chips.n, package.parts, chips.compact("dies", 1.0)
     logic = (parts["matrix"] + parts["unit_logic"] + parts["io"] + parts["uncore"] + parts["memory_phy"]) * dies
     sram = (parts["local"] + parts["register_file"] + parts["l2"] + parts["sram_memory"] + parts["msc"]) * dies
-    leak = pw.leakage_power(logic, sram, chips.get("tech.leak_logic", 0.0), chips.get("tech.leak_sram", 0.0))
-    leak = np.where(np.isnan(chips.get("power.static", np.nan)), leak, chips.get("power.static", np.nan))
-    rated = chips.get("power.rated_clock", np.nan)
-    rated = np.where(np.isnan(rated), chips["clock"], rated)
-    clk = pw.clock_power((parts["matrix"] + parts["unit_logic"]) * dies, chips.get("tech.clock_energy", 0.0), rated)
-    clk = np.where(np.isnan(chips.get("power.clock", np.nan)), clk, chips.get("power.clock", np.nan))
-    v_nom = chips.get("tech.v_nominal", 1.0)
-    law = pw.ClockLaw(chips["clock"] / rated, chips.get("tech.v_min", 1.0), v_nom, chips.get("tech.v_threshold", 0.0),
-                      chips.get("power.voltage_scaling", 1.0) > 0.5)
+    leak = pw.leakage_power(logic, sram, chips.compact("tech.leak_logic", 0.0), chips.compact("tech.leak_sram", 0.0))
+    static = chips.compact("power.static", np.nan)
+    leak = over_points(np.where(np.isnan(static), leak, static), n)
+    rated, clock = chips.compact("power.rated_clock", np.nan), chips.compact("clock")
+    rated = np.where(np.isnan(rated), clock, rated)
+    clk = pw.clock_power((parts["matrix"] + parts["unit_logic"]) * dies, chips.compact("tech.clock_energy", 0.0), rated)
+    given = chips.compact("power.clock", np.nan)
+    clk = over_points(np.where(np.isnan(given), clk, given), n)
+    v_nom = chips.compact("tech.v_nominal", 1.0)
+    law = pw.ClockLaw(clock / rated, chips.compact("tech.v_min", 1.0), v_nom, chips.compact("tech.v_threshold", 0.0),
+                      chips.compact("power.voltage_scaling", 1.0) > 0.5)
     s1 = pw.dynamic_energy_scale(law.v1, v_nom)
-    tdp = chips.get("tdp", np.inf)
+    rated = over_points(rated, n)
+    tdp = chips.compact("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
     # the most compute power: the costliest format at the peak rate (format_power)
-    n = chips.n
     peak = np.zeros(n)
     per_point = tuple(jit.points(x, n) for x in (
         chips["dies"], chips["units"], chips["clock"], chips.get("matrix.instruction.m", 16),
@@ -710,18 +720,19 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
         with jit.quiet():
             _peak_power_kernel(peak, jit.points(chips.get(f"energy.flop.{fmt}", 0.0), n),
                                jit.points(chips.flops_per_cycle(fmt), n), _value_bytes(fmt), *per_point)
-    p_mem_max = chips.memory_bandwidth * chips.get("energy.memory", 0.0)
+    p_mem_max = chips.memory_bandwidth * chips.compact("energy.memory", 0.0)
     fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
     if estimated.any():
         tdp = np.where(estimated, most, tdp)
-    limit = np.where(estimated, np.inf, tdp)
+    tdp, limit, estimated = (over_points(x, n) for x in (tdp, np.where(estimated, np.inf, tdp), estimated))
     # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
     # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
     # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
-    return {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
-            "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp,
-            "tdp_limit": limit, "tdp_est": estimated.astype(float), "fixed1": fixed1, "most": most}
+    out = {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
+           "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp, "tdp_limit": limit,
+           "tdp_est": estimated, "fixed1": fixed1, "most": most}
+    return {k: over_points(v, n) for k, v in out.items()}
 
 
 @jit.rule
@@ -744,13 +755,14 @@ def _peak_power_kernel(peak, e_flop, fpc, value_bytes, dies, units, clock, im, i
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:
     cols = {}
-    for name, key, default in _INPUTS:
+    for name, key, default in _INPUTS:  # (chips.compact: one value where every point has it)
         if key == "_units":
-            a = chips.total_units
+            a = chips.compact("dies") * chips.compact("units")
         elif default is None:
-            a = chips[key]
+            chips[key]  # (a KeyError where the chip lacks it)
+            a = chips.compact(key)
         else:
-            a = chips.get(key, default)
+            a = chips.compact(key, default)
         a = np.asarray(a, dtype=float)
         cols[name] = _column(np.nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
     for name, a in power_inputs(chips, package).items():
