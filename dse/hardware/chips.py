@@ -190,13 +190,15 @@ class Chips:
     def get(self, key: str, default: float = 0.0) -> np.ndarray:
         """The array of ``key``, else ``default`` at every point (a read-only view of the one value)."""
         a = self.arrays.get(key)
-        return a if a is not None else _over_points({key: np.array([default], dtype=float)}, self.n)[key]
+        return a if a is not None else over_points(default, self.n)
 
     def compact(self, key: str, default: float = 0.0) -> np.ndarray:
         """:meth:`get`, as one value where every point shares it (:func:`same_at_every_point`), else the N values:
         numpy computes with it once and broadcasts (:func:`over_points` lays a result back over the points)."""
-        a = self.get(key, default)
-        return a[:1] if same_at_every_point(a) else a
+        a = self.arrays.get(key)
+        if a is None:
+            return np.full(1, default, dtype=float)
+        return a if a.shape[0] == 1 else a[:1] if a.strides[0] == 0 else a
 
     def take(self, index) -> "Chips":
         idx = np.atleast_1d(np.asarray(index))
@@ -208,23 +210,26 @@ class Chips:
 
 
 def _over_points(arrays: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """``arrays`` with every one-value array laid over the ``n`` points as a read-only view of that value (stride 0);
-    arrays of ``n`` values as they are."""
+    """:func:`over_points` of each array (the name in the error of one of the wrong length)."""
     out = {}
     for k, a in arrays.items():
-        a = np.asarray(a, dtype=float)
-        if a.shape != (n,):
-            if a.size != 1:
-                raise ValueError(f"{k}: {a.shape[0] if a.ndim else 1} values for {n} design points")
-            a = np.broadcast_to(a.reshape(1), (n,))
-        out[k] = a
+        try:
+            out[k] = over_points(a, n)
+        except ValueError as e:
+            raise ValueError(f"{k}: {e}") from None
     return out
 
 
 def over_points(a, n: int) -> np.ndarray:
     """``a`` (a number, one value or ``n`` values) as ``n`` float values: one value as a read-only view of it over
     the points (stride 0, as :class:`Chips` holds such figures)."""
-    return _over_points({"value": np.atleast_1d(np.asarray(a, dtype=float))}, n)["value"]
+    a = np.asarray(a, dtype=float)
+    if a.shape == (n,):
+        return a
+    if a.size != 1:
+        raise ValueError(f"{a.shape[0] if a.ndim else 1} values for {n} design points")
+    a = a.reshape(1)
+    return a if n == 1 else np.broadcast_to(a, (n,))
 
 
 def same_at_every_point(a: np.ndarray) -> bool:

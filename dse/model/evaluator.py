@@ -1290,7 +1290,7 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     one = shape[1] == 1
     with jit.quiet():
         out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
-                     *(float(np.reshape(x, -1)[0]) if one else jit.points(x, shape[1]) for x in per_op),
+                     *(float(np.asarray(x).reshape(-1)[0]) if one else jit.points(x, shape[1]) for x in per_op),
                      None if one else shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 
