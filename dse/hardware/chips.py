@@ -223,7 +223,8 @@ def _over_points(arrays: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]
 def over_points(a, n: int) -> np.ndarray:
     """``a`` (a number, one value or ``n`` values) as ``n`` float values: one value as a read-only view of it over
     the points (stride 0, as :class:`Chips` holds such figures)."""
-    a = np.asarray(a, dtype=float)
+    if type(a) is not np.ndarray or a.dtype != np.float64:
+        a = np.asarray(a, dtype=float)
     if a.shape == (n,):
         return a
     if a.size != 1:

@@ -493,7 +493,8 @@ def _setup(chips, process, memory, spare_fraction, units_physical_, layout):
         d = dies[:1] if same_at_every_point(dies) else dies
         base, side = d > 2, d == 2
         layouts = np.array(LAYOUTS).take(base * 2 + side)  # (LAYOUTS' order: 0 monolithic, 1 side, 2 base)
-        base, side, layouts = (np.broadcast_to(x, (n,)) for x in (base, side, layouts))
+        if d.shape[0] != n:
+            base, side, layouts = (np.broadcast_to(x, (n,)) for x in (base, side, layouts))
     else:
         layouts = np.array(_layouts(dies, layout))
         base, side = layouts == "base_dies", layouts == "side_by_side"

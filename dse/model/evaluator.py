@@ -54,12 +54,18 @@ double-buffered working set of the tiles over the GEMM-like operators (the buffe
 Speed (it is the inner loop of every search): a chip input that is the same
 for every point (the base chip's value where a search does not vary it) is
 kept as one (1, 1) value and broadcast, so only what varies is computed per
-point; the N points are evaluated in blocks that stay in the CPU cache. The
+point (Chips hold such a figure once, a view of stride 0, so that is known
+without reading it: dse.hardware.chips.same_at_every_point, Chips.compact); the
+N points are evaluated in blocks that stay in the CPU cache. The
 arithmetic per element is the same either way, so N points at once give the
 same numbers as one at a time. Identical operators are evaluated once without a
-breakdown (:func:`_merged`). The hottest rules run compiled (dse.model.jit: the
-default tiles, the power ceiling's bisection, the cache-read and L2-request
-rules), from the same source numpy runs (tests/model/test_jit.py).
+breakdown (:func:`_merged`). The per-element chains run as compiled kernels over
+a block (dse.model.jit: the default tiles, the tiles' traffic, the cache reads,
+the design-clock and sustained times, the power ceiling's bisection, the
+operating points and their sums), from the same rules numpy runs
+(tests/model/test_jit.py); a block of one operator per point (a GEMM alone)
+compiles each kernel once more with its per-operator values as numbers
+(jit.of_op), so that its loop along the points runs on the vector lanes.
 """
 
 from __future__ import annotations
@@ -755,14 +761,11 @@ def _peak_power_kernel(peak, e_flop, fpc, value_bytes, dies, units, clock, im, i
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:
     cols = {}
-    for name, key, default in _INPUTS:  # (chips.compact: one value where every point has it)
+    for name, key, default in _INPUTS:  # (Chips.compact: one value where every point has it)
         if key == "_units":
             a = chips.compact("dies") * chips.compact("units")
-        elif default is None:
-            chips[key]  # (a KeyError where the chip lacks it)
-            a = chips.compact(key)
         else:
-            a = chips.compact(key, default)
+            a = chips[key] if default is None else chips.compact(key, default)
         a = np.asarray(a, dtype=float)
         cols[name] = _column(np.nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
     for name, a in power_inputs(chips, package).items():
@@ -1280,6 +1283,11 @@ def _per_point(x, rows: int) -> np.ndarray:
     return jit.points(x, rows)
 
 
+def _one_value(x) -> float:
+    """The value of a one-value array (or number) as a Python float."""
+    return x.item(0) if type(x) is np.ndarray else float(np.asarray(x).reshape(-1)[0])
+
+
 def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     """Run one of the block's kernels on its (points, operators), per-point and per-operator ((operators,))
     arguments, laid out as it takes them (the first flat): its flat outputs come back (points, operators), of the
@@ -1290,7 +1298,7 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     one = shape[1] == 1
     with jit.quiet():
         out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
-                     *(float(np.asarray(x).reshape(-1)[0]) if one else jit.points(x, shape[1]) for x in per_op),
+                     *(_one_value(x) if one else jit.points(x, shape[1]) for x in per_op),
                      None if one else shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 

@@ -402,7 +402,8 @@ def cache_reads(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n,
 @jit.rule
 def cache_reads_core(a_bytes, b_bytes, m, n, k, a_elem_bytes, b_elem_bytes, c_m, c_n, units, split, capacity,
                      local_buffer_bytes, keep_a, keep_b, a_read_bytes):
-    """:func:`cache_reads` of one element (numbers; compiled inside kernels)."""
+    """:func:`cache_reads` of one element (numbers; compiled inside kernels: the evaluator runs it over a block of
+    points x operators, dse.model.evaluator._cache_reads_kernel)."""
     if a_bytes <= 0.0 and b_bytes <= 0.0:  # (a vector operator: nothing to re-read, the rules below give 1, 1)
         return 1.0, 1.0
     t2 = l2_panel(capacity, k, a_elem_bytes, b_elem_bytes)
