@@ -563,7 +563,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         r = {name: np.concatenate([out[k, :m] for out, m in chunks]) for k, name in enumerate(PACKAGE_RESULTS)}
     return PackageArea(
         die_area_mm2=r["die"],
-        dies=dies if same_at_every_point(dies) else dies.copy(),
+        dies=dies if not dies.flags.writeable else dies.copy(),  # (a read-only shared figure: no copy needed)
         total_silicon_area_mm2=r["total_silicon"],
         base_area_mm2=r["base_area"],
         units_physical=uphys,
