@@ -943,21 +943,39 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     """(rows,) the largest double-buffered working set over the GEMM-like operators, 0 without one.
 
     :func:`dse.model.tiling.tile_working_set` with 2 input slots; the FP32 accumulator tile counts in
-    the local buffer unless the chip has a separate accumulator store (``accumulator`` > 0).
+    the local buffer unless the chip has a separate accumulator store (``accumulator`` > 0). ``tk``: one per point
+    ((rows, 1), the default tiles) or one per operator and point (given tiles).
     """
-    cols = ops.gemm_cols
-    if cols.size == 0:
-        return np.zeros(np.broadcast(tm, acc_store).shape[0])
-    if cols.size < len(ops.names):
-        tm, tn = (np.broadcast_to(x, np.broadcast(tm, tn).shape)[:, cols] for x in (tm, tn))
-        tk = np.broadcast_to(tk, (tk.shape[0], len(ops.names)))[:, cols] if np.ndim(tk) == 2 else tk
-        ea, eb = ops.ea[cols], ops.eb[cols]
-    else:
-        ea, eb = ops.ea, ops.eb
-    acc = 0.0 if acc_store.size == 1 and acc_store.flat[0] > 0 else (
-        tiling.ACCUMULATOR_BYTES if acc_store.size == 1 else np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES))
-    ws = np.atleast_2d(tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb))
-    return ws[:, 0] if ws.shape[1] == 1 else ws.max(axis=1)
+    acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
+    if np.ndim(tk) == 2 and tk.shape[1] > 1:  # (T_K per operator, laid out as the tiles)
+        shape = np.broadcast_shapes(np.shape(tm), np.shape(tn), np.shape(tk), np.shape(acc))
+        with jit.quiet():
+            return _working_set_kernel(*(_full(x, shape).reshape(-1) for x in (tm, tn)), _per_point(acc, shape[0]),
+                                       _full(tk, shape).reshape(-1), *(jit.points(x, shape[1]) for x in (
+                                           ops.ea, ops.eb, ops.is_gemm)), shape[1])[0][0]
+    return _block_kernel(_working_set_kernel, (tm, tn), (acc, tk), (ops.ea, ops.eb, ops.is_gemm))[0][0]
+
+
+@jit.kernel
+def _working_set_kernel(tm, tn, acc_bytes, tk, ea, eb, is_gemm, n_ops):
+    """The largest :func:`dse.model.tiling.tile_working_set_core` (2 slots) over each point's GEMM-like operators, 0
+    without one: flat (points x operators) tiles, then per point the accumulator's bytes in the local buffer and
+    T_K (or T_K flat, one per operator and point, where its size is the tiles'), then per operator the element
+    sizes and 1 for a GEMM-like operator; a (1, points) array (NaN wins, as numpy's max)."""
+    n, k = tm.size, jit.op_count(n_ops)
+    rows = n // k
+    out = np.empty((1, rows))
+    per_op = tk.size == n and rows != n
+    for p in range(rows):
+        top, first, acc = 0.0, True, acc_bytes[p]
+        for j in range(k):
+            i = p * k + j
+            if jit.of_op(is_gemm, j) > 0.5:
+                ws = tiling.tile_working_set_core(tm[i], tn[i], tk[i] if per_op else tk[p], jit.of_op(ea, j),
+                                                  jit.of_op(eb, j), acc, 2.0)
+                top, first = jit.where(first, ws, jit.maximum(top, ws)), False
+        out[0, p] = top
+    return (out,)
 
 
 # ---- the block's per-element chains (issue 20): each a rule of numbers, run by numpy on arrays (the tests) and by a

@@ -177,9 +177,14 @@ def tile_working_set(tm, tn, tk, in_bytes, acc_bytes, slots=1, b_bytes=None):
     given, for mixed-format operands); the accumulator is held once (``acc_bytes`` = 0 where a
     separate accumulator store holds it: TPU accumulators, TMEM, PSUM).
     """
-    b = in_bytes if b_bytes is None else b_bytes
+    return tile_working_set_core(tm, tn, tk, in_bytes, in_bytes if b_bytes is None else b_bytes, acc_bytes, slots)
+
+
+@jit.rule
+def tile_working_set_core(tm, tn, tk, a_bytes, b_bytes, acc_bytes, slots):
+    """:func:`tile_working_set` with every argument given (numbers in kernels, arrays in Python)."""
     st = slots * tk
-    return tm * (in_bytes * st + tn * acc_bytes) + tn * (b * st)  # (ordered for the fewest full-size operations)
+    return tm * (a_bytes * st + tn * acc_bytes) + tn * (b_bytes * st)  # (ordered for the fewest full-size operations)
 
 
 def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots=2):
