@@ -880,9 +880,10 @@ def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clock
     on their summed energies over the block's busy time at the design clock (the same pipeline of the units'
     own resources, ``busy_parts``: matrix, vector, L2, local buffer, with the L2 as a floor: :func:`fused_block_time`;
     with and without the waves' loss, as the power ceiling takes them) and their summed memory time. (The
-    block's time at the clock found is at least its time here over that clock: _attention_overlap.)"""
+    block's time at the clock found is at least its time here over that clock: _attention_overlap.) ``cr`` and
+    ``stretch`` are changed in place where they have the block's shape (:func:`_own`)."""
     shape = np.broadcast_shapes(np.shape(cr), np.shape(e_comp), np.shape(busy1))
-    cr, stretch = np.array(np.broadcast_to(cr, shape)), np.array(np.broadcast_to(stretch, shape))
+    cr, stretch = _own(cr, shape), _own(stretch, shape)
     (matrix_b, vector, l2, local_b), (matrix_c, _, _, local_c) = busy_parts, clocked_parts
     full = tuple(_full(x, shape) for x in (matrix_b, matrix_c, vector, l2, local_b, local_c, busy1, clocked1, e_comp,
                                           e_mem, t_memory, waves))
@@ -917,14 +918,24 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
     (:func:`fused_block_time`): the block's time, never more than the three operators' own times in a row, is
     shared among them in proportion to those times. ``resources``: the per-operator times (matrix, vector,
     memory, L2, local buffer, die-to-die link); ``scale``: dies where an operator runs centralized on one die (its
-    units' work takes dies x its time); ``waves``: the blocks each unit computes (QK's waves)."""
+    units' work takes dies x its time); ``waves``: the blocks each unit computes (QK's waves). ``t_op`` is changed in
+    place where it has the block's shape (:func:`_own`)."""
     shape = np.broadcast_shapes(t_op.shape, *(np.shape(r) for r in resources), np.shape(scale), np.shape(waves))
-    t_op = np.array(np.broadcast_to(t_op, shape), dtype=float)
+    t_op = _own(t_op, shape)
     full = tuple(_full(x, shape) for x in (*resources, scale, waves))
     for cols in ops.attn_groups:
         with jit.quiet():
             _attention_overlap_kernel(t_op, *full, *(int(c) for c in cols))
     return t_op
+
+
+def _own(x, shape) -> np.ndarray:
+    """``x`` to change in place: itself where it is a writeable C-ordered float array of ``shape`` (the caller
+    hands it over), else a copy broadcast to ``shape``."""
+    if type(x) is np.ndarray and x.shape == shape and x.dtype == np.float64 and x.flags.writeable \
+            and x.flags.c_contiguous:
+        return x
+    return np.array(np.broadcast_to(x, shape), dtype=float)
 
 
 def _sum(x, cnt):
@@ -1655,7 +1666,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     peak_power = point["power_max"]  # (the operators outside the fused blocks)
     for cols in ops.attn_groups:
         cols = list(cols)
-        e_g = np.broadcast_to(E_compute_op + E_mem_op, t_op.shape)[:, cols].sum(axis=1, keepdims=True)
+        e_g = (np.broadcast_to(E_compute_op, t_op.shape)[:, cols] + np.broadcast_to(E_mem_op, t_op.shape)[:, cols]
+               ).sum(axis=1, keepdims=True)
         p_g = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
             np.broadcast_to(p_fixed_op, t_op.shape)[:, cols]
         peak_power = np.maximum(peak_power, p_g.max(axis=1))
