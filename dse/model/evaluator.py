@@ -1091,6 +1091,35 @@ def _cache_reads_kernel(c_m, c_n, split, keep_a, keep_b, units, capacity, buf, a
 
 
 @jit.rule
+def memory_traffic(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weight_bytes, kv_bytes, compulsory):
+    """An operator's main-memory traffic and time (seed 004 §4.1.1, §4.3.2, §4.8.1): A (``a_mem`` bytes, 0 where it
+    stays on chip) read ``r_a`` times and B ``r_b`` times (tiling.cache_reads), C written once, split-K's partial
+    sums that spill from the L2 (``spill``); the weights not where they come from a ROM of their own (``rom`` 1).
+    Returns the bytes, the weights' and the KV cache's bytes (B is one or the other: ``weight_bytes`` /
+    ``kv_bytes`` of its bytes), the time at ``bandwidth`` B/s, and the compulsory bytes' time at it."""
+    bytes_w = weight_bytes * r_b
+    moved = a_mem * r_a + b_bytes * r_b + c_mem
+    moved = jit.where(rom > 0.5, moved - bytes_w, moved) + spill
+    return moved, bytes_w, kv_bytes * r_b, moved / bandwidth, compulsory / bandwidth
+
+
+@jit.kernel
+def _memory_kernel(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weight_bytes, kv_bytes, compulsory, n_ops):
+    """:func:`memory_traffic` over a block (flat (points x operators) re-reads and spills, then per point the
+    bandwidth and the ROM flag, then per operator its bytes); its 5 results (jit.staggered)."""
+    n, n_ops, at = r_a.size, jit.op_count(n_ops), jit.of_op
+    out = jit.staggered(5, n)
+    for p in range(n // n_ops):
+        bw, ro = bandwidth[p], rom[p]
+        for j in range(n_ops):
+            i = p * n_ops + j
+            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i] = memory_traffic(
+                r_a[i], r_b[i], spill[i], bw, ro, at(a_mem, j), at(b_bytes, j), at(c_mem, j), at(weight_bytes, j),
+                at(kv_bytes, j), at(compulsory, j))
+    return out[:, :n]
+
+
+@jit.rule
 def vector_time(vector_flops, exps, vector_rate, exp_rate):
     """The vector unit's time (softmax, norms, activations): its ALU work and its exponentials run on one unit, so
     their times add (seed 004 §4.8.1); 0 without work, inf for work at a rate of 0."""
@@ -1399,42 +1428,44 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     bytes_msc = 0.0
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
-        bytes_msc = np.where(has_msc, a_mem * rA + ops.b_bytes * rB + c_mem, 0.0)
+        bytes_msc = np.where(has_msc, memory_traffic(rA, rB, 0.0, 1.0, 0.0, a_mem, ops.b_bytes, c_mem, 0.0, 0.0,
+                                                     0.0)[0], 0.0)
         hA, hB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
                                (units, np.maximum(c.msc, l2), c.buf), gemm_operands)
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
-    bytes_mem = a_mem * rA + ops.b_bytes * rB + c_mem
-    # the B operand is the weights or the KV cache (dse.workload.Op.weight_bytes / kv_bytes)
-    bytes_w = ops.weight_bytes * rB
-    bytes_kv = ops.kv_bytes * rB
     # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
     bytes_comp = a_mem + ops.b_bytes + c_mem
     rom = (c.rom_bw, c.rom_e) if c.rom_bw is not None else None
     if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
-        bytes_mem = bytes_mem - bytes_w
         bytes_comp = bytes_comp - ops.weight_bytes
     # ---- what the local buffers read from the L2 (dse.model.hierarchy): each output tile's A and B panels
     # (requests shared by multicast within a cluster of units), C written once; operands that stay on chip (fused
     # attention's scores and probabilities) never pass through it
     # split-K adds partial sums, through L2 when they fit there, else through memory (0 for vector operators)
-    partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
+    spill = 0.0
+    partial = None
     if tiles is not None:  # (the default split keeps them in L2)
+        partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
         spill = np.where(partial > l2, partial, 0.0)
-        bytes_mem = bytes_mem + spill
         if has_msc.any():
             bytes_msc = bytes_msc + np.where(has_msc, spill, 0.0)
     if l2_requests is not None and np.ndim(visible) == 0:
         bytes_req = l2_requests
     else:
+        if partial is None:
+            partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
         bytes_req = _l2_request_bytes(ops, c_m, c_n, c.mcast, visible, partial)
     # (what the matrix unit reads from its local buffer, dse.model.hierarchy: each operand element once per register
     # tile of the other's extent, a systolic array holding its weights for the tile's rows: local_reads; with the
     # fills the tile rule writes into it, tiling.local_buffer_bytes, local_bytes: its energy)
 
-    # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3)
+    # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3); main memory's bytes
+    # and time (memory_traffic; the B operand is the weights or the KV cache: dse.workload.Op.weight_bytes /
+    # kv_bytes)
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
-    t_memory = bytes_mem / bw_eff
-    t_comp = bytes_comp / bw_eff
+    bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
+        _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0),
+        (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp))
     if has_msc.any():  # the memory-side cache's bandwidth beside main memory's: the memory system's time
         with np.errstate(divide="ignore", invalid="ignore"):
             t_memory = np.maximum(t_memory, np.where(c.msc_bw > 0, bytes_msc / c.msc_bw, 0.0))

@@ -263,6 +263,7 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
     (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO"),
     (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
+    (ev._memory_kernel, ev.memory_traffic, "fffPPOOOOOO"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
