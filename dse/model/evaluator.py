@@ -1120,6 +1120,39 @@ def _memory_kernel(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weigh
 
 
 @jit.rule
+def compute_energy(padded_flops, e_flop, reg_per_flop, vector_flops, local_bytes, l2_requests, l2, e_vector, e_reg,
+                   e_local, e_l2, s1, exps, is_gemm):
+    """An operator's compute energy at the design clock's voltage (seed 004 §4.1.3: bytes x J/B + FLOPs x J/FLOP at
+    V_nom, times ``s1``, (V1 / V_nom)^2): its matrix FLOPs at the format's J/FLOP, its vector FLOPs and
+    exponentials at the vector unit's, the register files' bytes (``reg_per_flop`` per matrix FLOP of a GEMM-like
+    operator, dse.model.hierarchy), the local buffers' and the L2's (what the local buffers request, where there
+    is an L2). Returns the register bytes, the L2 bytes and the energy."""
+    reg_bytes = jit.where(is_gemm > 0.5, padded_flops, 0.0) * reg_per_flop
+    l2_bytes = jit.where(l2 > 0, l2_requests, 0.0)
+    e = padded_flops * e_flop + (vector_flops + exps) * e_vector + reg_bytes * e_reg + local_bytes * e_local \
+        + l2_bytes * e_l2
+    return reg_bytes, l2_bytes, e * s1
+
+
+@jit.kernel
+def _compute_energy_kernel(padded_flops, e_flop, reg_per_flop, vector_flops, local_bytes, l2_requests, l2, e_vector,
+                           e_reg, e_local, e_l2, s1, exps, is_gemm, n_ops):
+    """:func:`compute_energy` over a block (flat (points x operators) arrays, then per point the L2 and the J/B
+    and the voltage's scale, then per operator the exponentials and 1 for a GEMM-like operator); its 3 results
+    (jit.staggered)."""
+    n, n_ops, at = padded_flops.size, jit.op_count(n_ops), jit.of_op
+    out = jit.staggered(3, n)
+    for p in range(n // n_ops):
+        c2, ev, er, el, e2, s = l2[p], e_vector[p], e_reg[p], e_local[p], e_l2[p], s1[p]
+        for j in range(n_ops):
+            i = p * n_ops + j
+            out[0, i], out[1, i], out[2, i] = compute_energy(
+                padded_flops[i], e_flop[i], reg_per_flop[i], vector_flops[i], local_bytes[i], l2_requests[i], c2,
+                ev, er, el, e2, s, at(exps, j), at(is_gemm, j))
+    return out[:, :n]
+
+
+@jit.rule
 def vector_time(vector_flops, exps, vector_rate, exp_rate):
     """The vector unit's time (softmax, norms, activations): its ALU work and its exponentials run on one unit, so
     their times add (seed 004 §4.8.1); 0 without work, inf for work at a rate of 0."""
@@ -1486,12 +1519,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # register files (each instruction's operands and accumulators), the local buffer (fills and the matrix
     # unit's reads), the L2 (what the local buffers read), main memory
     e_mem = c.e_mem
-    has_l2 = l2 > 0
-    l2_bytes = np.where(has_l2, bytes_req, 0.0)
-    reg_bytes = np.where(g, padded_flops, 0.0) * _by_format(c.rbf, ops)
     cnt = ops.count
-    E_compute_op = padded_flops * e_flop + (vector_flops + ops.exps) * c.e_vec \
-        + reg_bytes * c.e_reg + local_bytes * c.e_loc + l2_bytes * c.e_l2
+    tdp, v_nom = c.tdp_limit, c.v_nom
+    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
+    s1 = pw.dynamic_energy_scale(law.v1, v_nom)
+    # (at the design clock's voltage: compute_energy)
+    reg_bytes, l2_bytes, E_compute_op = _block_kernel(
+        _compute_energy_kernel, (padded_flops, e_flop, _by_format(c.rbf, ops), vector_flops, local_bytes, bytes_req),
+        (l2, c.e_vec, c.e_reg, c.e_loc, c.e_l2, s1), (ops.exps, g))
     E_mem_op = bytes_mem * e_mem
     if has_msc.any():
         E_mem_op = E_mem_op + bytes_msc * c.e_msc
@@ -1508,13 +1543,9 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # operator stays the workload's optimum). Where even the lowest clock (MIN_CLOCK_RATIO) does not fit, the
     # memory traffic is slowed as well, as far as the power fits (``memory_throttled``); a design whose leakage
     # and clock alone exceed its TDP cannot run (infinite time).
-    tdp, v_nom = c.tdp_limit, c.v_nom
-    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
-    s1 = pw.dynamic_energy_scale(law.v1, v_nom)
     leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)  # (reported apart: static_power_w, clock_power_w)
     fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
     clk1 = fixed1 - leak1
-    E_compute_op = E_compute_op * s1  # at the design clock's voltage
     pf_cnt = padded_flops * cnt
     tot_padded = pf_cnt.sum(axis=1, keepdims=True)
     peak_main = (rate * pf_cnt).sum(axis=1, keepdims=True) / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate

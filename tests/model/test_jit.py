@@ -264,6 +264,7 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
     (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP"),
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
     (ev._memory_kernel, ev.memory_traffic, "fffPPOOOOOO"),
+    (ev._compute_energy_kernel, ev.compute_energy, "ffffffPPPPPPOO"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
