@@ -1700,7 +1700,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "bytes_local": _sum(np.broadcast_to(local_bytes, t_op.shape), cnt),
         "bytes_register": _sum(np.broadcast_to(reg_bytes, t_op.shape), cnt),
         "flops": np.array([flops]),
-        "padded_flops": pf_cnt.sum(axis=1),
+        "padded_flops": tot_padded[:, 0],
         "bytes_memory": bytes_mem_tot,
         "bytes_msc": _sum(np.broadcast_to(bytes_msc, t_op.shape), cnt),
         "energy_msc_j": _sum(np.broadcast_to(bytes_msc * c.e_msc, t_op.shape), cnt),
