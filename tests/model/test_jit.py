@@ -144,6 +144,27 @@ def test_points_are_read_only_views_or_filled():
         jit.points(np.arange(3.0), 5)
 
 
+def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
+    """jit.filled, one value over the points: the same read-only array for the same value (to the bit: -0.0 is not
+    0.0; every NaN is a NaN) and shape, another for another shape; at most jit.FILLED_BYTES kept (past that the
+    store starts over, and an array over an eighth of it is made but not kept)."""
+    monkeypatch.setattr(jit, "_FILLED", {})
+    monkeypatch.setattr(jit, "_filled_bytes", 0)
+    a = jit.filled(1.5, 7)
+    assert a.tolist() == [1.5] * 7 and not a.flags.writeable and jit.filled(1.5, 7) is a
+    assert jit.filled(1.5, (7, 1)) is not a and jit.filled(1.5, (7, 1)).shape == (7, 1)
+    zero, minus = jit.filled(0.0, 3), jit.filled(-0.0, 3)
+    assert zero is not minus and np.signbit(minus).all() and not np.signbit(zero).any()
+    assert np.isnan(jit.filled(np.nan, 3)).all() and jit.filled(float("nan"), 3) is jit.filled(np.nan, 3)
+    assert jit.points(np.array([[1.5]]), 7) is a  # (jit.points fills through it)
+    monkeypatch.setattr(jit, "FILLED_BYTES", 8 * 40)
+    big = jit.filled(2.0, 6)  # (48 bytes > 40: made, not kept)
+    assert big.tolist() == [2.0] * 6 and jit.filled(2.0, 6) is not big
+    for v in range(20):
+        jit.filled(float(v), 4)
+        assert sum(x.nbytes for x in jit._FILLED.values()) == jit._filled_bytes <= jit.FILLED_BYTES
+
+
 def test_per_operator_values_and_count():
     """jit.of_op / jit.op_count, a block kernel's per-operator argument and operator count: an array's entry j, a
     number as it is (one operator per point); None counts one operator."""
