@@ -939,15 +939,36 @@ def _own(x, shape) -> np.ndarray:
 
 
 def _sum(x, cnt):
-    """sum over operators of x x count: (rows, O) -> (rows,), in one pass (einsum; within rounding of the sum of
-    the products). Each row is summed by the same loop over its C-contiguous values whatever the number of rows,
-    so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
+    """sum over operators of x x count: (rows, O) -> (rows,), in one pass (:func:`_sums_kernel`; within rounding of
+    the sum of the products). Each row is summed by the same loop over its C-contiguous values whatever the number
+    of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
     x = np.asarray(x, dtype=float)
     if x.ndim < 2:
         x = x.reshape(1, -1)
+    if x.shape[1] != cnt.size:
+        x = np.broadcast_to(x, (x.shape[0], cnt.size))
     if x.shape[0] > 1 and x.strides[0] == 0:
         return np.full(x.shape[0], _sum(x[:1], cnt)[0])
-    return np.einsum("ij,j->i", np.ascontiguousarray(x), cnt)
+    x, w = np.ascontiguousarray(x).reshape(-1).view(), np.asarray(cnt, dtype=float).view()
+    x.flags.writeable = w.flags.writeable = False  # (one compiled signature)
+    with jit.quiet():
+        return _sums_kernel(x, w)
+
+
+@jit.sums_kernel
+def _sums_kernel(x, w):
+    """Per row of ``x`` (rows x len(w), flat) the sum of x[row, j] w[j]: on the vector lanes, in the order LLVM gives
+    a row of that length (jit.sums_kernel; the sums of einsum's own order within 1e-15, Issue 20: 0.76 -> 0.27 ms
+    for 17 sums of 7,700 x 16)."""
+    k = w.size
+    rows = x.size // k
+    out = np.empty(rows)
+    for p in range(rows):
+        acc = 0.0
+        for j in range(k):
+            acc += x[p * k + j] * w[j]
+        out[p] = acc
+    return out
 
 
 def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:

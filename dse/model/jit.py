@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OPTIONS", "rule", "kernel", "elementwise", "overload_numbers", "staggered", "where", "maximum",
+__all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where", "maximum",
            "minimum", "sqrt", "fmax", "nan_to_num", "points", "of_op", "op_count", "is_integer", "is_array", "quiet",
            "compiler"]
 
@@ -178,6 +178,14 @@ def kernel(fn):
     """A compiled loop over arrays (numba ``njit``, cached on disk) that calls :func:`rule` functions. Built on its
     first call (compiled, or loaded from the cache), under :func:`_build_lock`."""
     return _on_first_call(fn, lambda f: compiler().njit(cache=True, **OPTIONS)(f))
+
+
+def sums_kernel(fn):
+    """A :func:`kernel` whose floating-point additions LLVM may reassociate (numba's fastmath flag ``reassoc`` and no
+    other), so that a sum along a row runs on the vector lanes, in an order of its own that depends only on the
+    row's length: every row of a length is summed alike, so N rows give each row the number it gets alone (the
+    same loop, the same bits). For sums only: no rule belongs in one (a rule's arithmetic keeps numpy's order)."""
+    return _on_first_call(fn, lambda f: compiler().njit(cache=True, fastmath={"reassoc"}, **OPTIONS)(f))
 
 
 def elementwise(n_in: int, n_out: int):

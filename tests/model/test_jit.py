@@ -573,6 +573,39 @@ def test_working_set_kernel_equals_the_largest_of_the_rule(n_ops, tk_per_op):
     _same_bits(ev._working_set(tm, tn, tk, none, acc_store), np.zeros(rows))
 
 
+@pytest.mark.parametrize("n_ops", [16, 21, 1, 3])
+def test_operator_sums_on_the_vector_lanes(n_ops):
+    """The block's sums over operators (dse.model.evaluator._sum, a jit.sums_kernel whose additions LLVM may
+    reorder): within 1e-15 of numpy's sum of x x count (math.fsum, exact, as the reference), NaN and infinities
+    passed on as numpy passes them; each row summed alike whatever the rows around it (any row alone, or the rows
+    reversed, gives its number to the bit); a row broadcast over the points summed once; (rows, 1) values count
+    once per operator."""
+    import math
+    rng = np.random.default_rng(RNG_SEED + 29)
+    rows = 333
+    x = rng.uniform(0.0, 3.0, (rows, n_ops)) * 10.0 ** rng.integers(-6, 7, (rows, n_ops))
+    cnt = rng.choice([1.0, 36.0, 72.0, 0.0], n_ops)
+    got = ev._sum(x, cnt)
+    exact = np.array([math.fsum(v * w for v, w in zip(row, cnt)) for row in x])
+    np.testing.assert_allclose(got, exact, rtol=1e-15, atol=0)
+    for i in (0, 7, rows - 1):
+        _same_bits(ev._sum(x[i:i + 1], cnt), got[i:i + 1])
+    _same_bits(ev._sum(x[::-1], cnt), got[::-1])
+    special = x.copy()
+    special[3, 0], special[4, n_ops - 1], special[5, 0] = np.nan, np.inf, -np.inf
+    if n_ops > 1:
+        special[5, 1] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = (special * cnt).sum(axis=1)
+    _same_bits(np.isnan(ev._sum(special, cnt)), np.isnan(want))
+    finite = ~np.isnan(want)
+    assert (ev._sum(special, cnt)[finite & ~np.isfinite(want)] == want[finite & ~np.isfinite(want)]).all()
+    row = np.broadcast_to(x[:1], (rows, n_ops))
+    _same_bits(ev._sum(row, cnt), np.full(rows, got[0]))
+    col = x[:, :1]
+    np.testing.assert_allclose(ev._sum(col, cnt), col[:, 0] * cnt.sum(), rtol=1e-15)
+
+
 def test_cache_folder_follows_every_model_source(tmp_path):
     """The kernels' cache folder is named by all of dse/model's sources: a change to a rule in one file gives a new
     folder even where the kernel that inlines it lives in another (numba checks the kernel's own file only)."""
