@@ -942,17 +942,17 @@ def _sum(x, cnt):
     """sum over operators of x x count: (rows, O) -> (rows,), in one pass (:func:`_sums_kernel`; within rounding of
     the sum of the products). Each row is summed by the same loop over its C-contiguous values whatever the number
     of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
-    x = np.asarray(x, dtype=float)
+    if type(x) is not np.ndarray or x.dtype != np.float64:
+        x = np.asarray(x, dtype=float)
     if x.ndim < 2:
         x = x.reshape(1, -1)
     if x.shape[1] != cnt.size:
         x = np.broadcast_to(x, (x.shape[0], cnt.size))
     if x.shape[0] > 1 and x.strides[0] == 0:
         return np.full(x.shape[0], _sum(x[:1], cnt)[0])
-    x, w = np.ascontiguousarray(x).reshape(-1).view(), np.asarray(cnt, dtype=float).view()
-    x.flags.writeable = w.flags.writeable = False  # (one compiled signature)
-    with jit.quiet():
-        return _sums_kernel(x, w)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return _sums_kernel(x.reshape(-1), cnt)  # (numba's arithmetic raises no numpy warnings: no jit.quiet)
 
 
 @jit.sums_kernel
@@ -1402,12 +1402,29 @@ def _one_value(x) -> float:
     return x.item(0) if type(x) is np.ndarray else float(np.asarray(x).reshape(-1)[0])
 
 
+def _block_shape(arrays: tuple, per_op: tuple) -> tuple[int, int]:
+    """(points, operators) that ``arrays`` (numbers, (operators,) rows, (points or 1, operators or 1) arrays) and
+    the per-operator ``per_op`` broadcast to: the largest extent along each (np.broadcast_shapes' result for
+    shapes that broadcast, in a fraction of its time; the arrays' layout into the shape checks that they do)."""
+    rows = cols = 1
+    for x in arrays:
+        s = x.shape if type(x) is np.ndarray else np.shape(x)
+        if len(s) == 2:
+            rows, cols = max(rows, s[0]), max(cols, s[1])
+        elif len(s) == 1:
+            cols = max(cols, s[0])
+        elif len(s) > 2:
+            raise ValueError(f"a block's array has up to 2 dimensions, got shape {s}")
+    for x in per_op:
+        cols = max(cols, np.size(x))
+    return rows, cols
+
+
 def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     """Run one of the block's kernels on its (points, operators), per-point and per-operator ((operators,))
     arguments, laid out as it takes them (the first flat): its flat outputs come back (points, operators), of the
     arguments' broadcast shape (as numpy would give); a last 2-D output (per-point sums) as it is."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in full + per_point), *((1, np.size(x)) for x in per_op))
-    shape = (1,) * (2 - len(shape)) + shape
+    shape = _block_shape(full + per_point, per_op)
     # (one operator per point: its per-operator values as numbers and None for the count, jit.of_op)
     one = shape[1] == 1
     with jit.quiet():
