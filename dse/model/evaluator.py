@@ -1380,9 +1380,11 @@ def _full(x, shape) -> np.ndarray:
     """``x`` as a C-ordered float (points, operators) array of ``shape`` (a copy only where it broadcasts),
     read-only as :func:`dse.model.jit.points` gives them."""
     x = np.asarray(x, dtype=float)
-    if x.size == 1 and shape[0] * shape[1] > 1:  # (one value: shared, jit.filled)
-        return jit.filled(x.reshape(-1)[0], shape)
     if not (x.shape == shape and x.flags.c_contiguous):
+        if x.size == 1:  # (one value, or one row of operators, over the points: shared, jit.filled)
+            return jit.filled(x.reshape(-1)[0], shape)
+        if x.size == shape[1] and x.ndim <= 2 and x.shape[-1] == shape[1]:
+            return jit.filled(x.reshape(-1), shape)
         x = np.ascontiguousarray(np.broadcast_to(x, shape))
     x = x.view()
     x.flags.writeable = False

@@ -330,7 +330,8 @@ def points(x, n: int) -> np.ndarray:
     return a
 
 
-#: arrays of one value over the points, shared (:func:`filled`): (the value's hex, its shape) -> read-only array
+#: arrays of one value, or one row, over the points, shared (:func:`filled`): (the value's bytes, its shape, the
+#: array's shape) -> read-only array
 _FILLED: dict = {}
 #: the most bytes :func:`filled` keeps (it starts over past that)
 FILLED_BYTES = 64 << 20
@@ -338,16 +339,19 @@ _filled_bytes = 0
 
 
 def filled(value, shape) -> np.ndarray:
-    """A read-only float array of ``shape`` holding ``value`` everywhere, shared by every caller that asks for the
-    same (value to the bit, shape). A kernel takes an input that is one value for all points as an array over the
-    points, and most such inputs are a chip's constants, the same call after call: a GEMM evaluation of 100,000
-    points filled ~60 of them (np.full, ~4% of its time) (issue 20). Up to :data:`FILLED_BYTES` are kept."""
+    """A read-only float array of ``shape`` holding ``value`` (a number, or a row: the last axis) everywhere, shared
+    by every caller that asks for the same (values to the bit, shape). A kernel takes an input that is one value,
+    or one row of operators, for all points as an array over them, and most such inputs are a chip's or a
+    workload's constants, the same block after block and call after call: a GEMM evaluation of 100,000 points
+    filled ~60 of them (np.full, ~4% of its time), a decode step copied 9 rows of operators per block (~3%)
+    (issue 20). Up to :data:`FILLED_BYTES` are kept; an array over an eighth of that is made, not kept."""
     global _filled_bytes
-    value = float(value)
-    key = (value.hex(), shape)
+    v = np.asarray(value, dtype=float)
+    key = (v.tobytes(), v.shape, shape)
     a = _FILLED.get(key)
     if a is None:
-        a = np.full(shape, value)
+        a = np.empty(shape)
+        a[...] = v
         a.flags.writeable = False
         if a.nbytes <= FILLED_BYTES // 8:
             if _filled_bytes + a.nbytes > FILLED_BYTES:

@@ -157,6 +157,11 @@ def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
     assert zero is not minus and np.signbit(minus).all() and not np.signbit(zero).any()
     assert np.isnan(jit.filled(np.nan, 3)).all() and jit.filled(float("nan"), 3) is jit.filled(np.nan, 3)
     assert jit.points(np.array([[1.5]]), 7) is a  # (jit.points fills through it)
+    row = np.array([1.0, -0.0, np.inf])
+    r = jit.filled(row, (4, 3))
+    assert r.shape == (4, 3) and not r.flags.writeable and (r == row).all() and np.signbit(r[:, 1]).all()
+    assert jit.filled(row.copy(), (4, 3)) is r and jit.filled(np.array([1.0, 0.0, np.inf]), (4, 3)) is not r
+    _same_bits(ev._full(row[None, :], (5, 3)), np.broadcast_to(row, (5, 3)))  # (a block input's row of operators)
     monkeypatch.setattr(jit, "FILLED_BYTES", 8 * 40)
     big = jit.filled(2.0, 6)  # (48 bytes > 40: made, not kept)
     assert big.tolist() == [2.0] * 6 and jit.filled(2.0, 6) is not big
