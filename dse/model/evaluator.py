@@ -383,12 +383,13 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
 
 def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
-    ``levels``: the matrix rate per unit (FLOP/s, per operator) and the on-chip levels (dse.model.hierarchy) the
-    candidate tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's local B/s or 0, R_M
-    (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes each operator requests
-    with them (:func:`l2_request_bytes`, every tile visible)."""
+    ``levels``: the matrix rate per unit (FLOP/s, (operators, points or 1)) and the on-chip levels
+    (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's
+    local B/s or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes
+    each operator requests with them (:func:`l2_request_bytes`, every tile visible)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
-    rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast, unit_rate))
+    rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast))
+    rows = max(rows, unit_rate.shape[1])
     O = len(ops.names)
     point = np.empty((11, rows))  # (the kernel's loops run along the points: one contiguous row per input)
     for j, x in enumerate((im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)):
@@ -397,7 +398,9 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     for j, x in enumerate((ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.a_bytes,
                            ops.b_bytes, ops.c_bytes, ops.on_chip_a, ops.on_chip_c)):
         op[:, j] = x
-    rate = np.array(np.broadcast_to(unit_rate, (rows, O)).T, order="C")  # (a writable copy: one compiled signature)
+    rate = unit_rate  # (operators, points), writable (one compiled signature)
+    if not (rate.shape == (O, rows) and rate.flags.c_contiguous and rate.flags.writeable):
+        rate = np.array(np.broadcast_to(unit_rate, (O, rows)), order="C")
     with jit.quiet():
         tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate)
     return tm, tn, 4 * ik, split, l2_bytes
@@ -591,9 +594,11 @@ def default_tiles(chips: Chips, ops: OpTable):
 
 
 def _tile_levels(c: "ChipColumns", fpc) -> tuple:
-    """The matrix rate per unit and the on-chip levels' rates the default tiles compare candidates on."""
+    """The matrix rate per unit ((operators, points or 1): laid out as the default tiles' kernel reads it) and the
+    on-chip levels' rates the default tiles compare candidates on."""
     clock = c.clock
-    return (fpc * clock * c.ceff, np.where(c.l2 > 0, c.l2bw * c.dies * clock, 0.0), np.where(c.buf > 0, c.locbw * clock, 0.0),
+    return (np.multiply(np.multiply(fpc.T, clock.T, order="C"), c.ceff.T, order="C"),
+            np.where(c.l2 > 0, c.l2bw * c.dies * clock, 0.0), np.where(c.buf > 0, c.locbw * clock, 0.0),
             np.where(c.sys > 0.5, 0.0, c.rm), c.rn, c.mcast)
 
 
