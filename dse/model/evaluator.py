@@ -61,11 +61,15 @@ arithmetic per element is the same either way, so N points at once give the
 same numbers as one at a time. Identical operators are evaluated once without a
 breakdown (:func:`_merged`). The per-element chains run as compiled kernels over
 a block (dse.model.jit: the default tiles, the tiles' traffic, the cache reads,
-the design-clock and sustained times, the power ceiling's bisection, the
-operating points and their sums), from the same rules numpy runs
+main memory's bytes and times, the compute energy, the design-clock and
+sustained times, the power ceiling's bisection, the operating points and their
+sums, the largest working set), from the same rules numpy runs
 (tests/model/test_jit.py); a block of one operator per point (a GEMM alone)
 compiles each kernel once more with its per-operator values as numbers
-(jit.of_op), so that its loop along the points runs on the vector lanes.
+(jit.of_op), so that its loop along the points runs on the vector lanes. An
+input that is one value or one row of operators at every point is laid over
+the points once and shared (jit.filled); the sums over operators run on the
+vector lanes in an order of their own, the same for every row (_sums_kernel).
 """
 
 from __future__ import annotations
@@ -963,7 +967,7 @@ def _sum(x, cnt):
 @jit.sums_kernel
 def _sums_kernel(x, w):
     """Per row of ``x`` (rows x len(w), flat) the sum of x[row, j] w[j]: on the vector lanes, in the order LLVM gives
-    a row of that length (jit.sums_kernel; the sums of einsum's own order within 1e-15, Issue 20: 0.76 -> 0.27 ms
+    a row of that length (jit.sums_kernel; within 1e-15 of the sums in einsum's order; issue 20: 0.76 -> 0.27 ms
     for 17 sums of 7,700 x 16)."""
     k = w.size
     rows = x.size // k
