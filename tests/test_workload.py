@@ -486,3 +486,17 @@ def test_causal_tile_area_of_2_to_the_53_tokens():
 
     n = 2**53
     assert float(_causal_tile_area(n, n, 1, 64, 64)) == float(2**12 * 2**46 * (2**47 + 1))
+
+
+def test_equal_workloads_hash_alike_and_key_the_caches():
+    """Workload.__hash__ (the scalar fields and the operator count, not the operators themselves): two equal
+    workloads built apart hash alike and find each other's cache entries; a workload differing in a field is not
+    equal (whatever its hash)."""
+    import dataclasses
+
+    from dse.model.evaluator import op_table
+    a, b = W.decode("qwen3-8b", batch=1, context=8192), W.decode("qwen3-8b", batch=1, context=8192)
+    assert a is not b and a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    assert op_table(a) is op_table(b)
+    c = dataclasses.replace(a, ops=a.ops[:-1] + (dataclasses.replace(a.ops[-1], count=a.ops[-1].count + 1),))
+    assert c != a and op_table(c) is not op_table(a)

@@ -41,6 +41,14 @@ class Workload:
     routing: str | tuple[int, ...] | None = None
     micro_batches: int = 1  # the step as this many equal micro-batches (each operator's count includes them)
 
+    def __hash__(self) -> int:
+        """The hash of the scalar fields and the operator count: equal workloads hash alike, and the evaluator's
+        caches (op_table, _quant_error) look a workload up at every call without hashing its operators and model
+        (~25 us a call; issue 20's N = 1)."""
+        return hash((self.name, self.phase, len(self.ops), self.batch, self.tokens, self.context,
+                     self.tokens_per_step, self.weight_resident_bytes, self.kv_bytes_per_token, self.workspace_bytes,
+                     self.routing, self.micro_batches))
+
     def __post_init__(self):
         if self.phase not in ("prefill", "decode", "ops"):
             raise SpecError(unknown_name("phase", self.phase, ("prefill", "decode", "ops")))
