@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where", "maximum",
-           "minimum", "sqrt", "fmax", "nan_to_num", "points", "of_op", "op_count", "is_integer", "is_array", "quiet",
-           "compiler"]
+__all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
+           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "of_op", "op_count", "is_integer",
+           "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
