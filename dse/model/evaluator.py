@@ -988,32 +988,23 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     ((rows, 1), the default tiles) or one per operator and point (given tiles).
     """
     acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
-    if np.ndim(tk) == 2 and tk.shape[1] > 1:  # (T_K per operator, laid out as the tiles)
-        shape = np.broadcast_shapes(np.shape(tm), np.shape(tn), np.shape(tk), np.shape(acc))
-        with jit.quiet():
-            return _working_set_kernel(*(_full(x, shape).reshape(-1) for x in (tm, tn)), _per_point(acc, shape[0]),
-                                       _full(tk, shape).reshape(-1), *(jit.points(x, shape[1]) for x in (
-                                           ops.ea, ops.eb, ops.is_gemm)), shape[1])[0][0]
-    return _block_kernel(_working_set_kernel, (tm, tn), (acc, tk), (ops.ea, ops.eb, ops.is_gemm))[0][0]
+    return _block_kernel(_working_set_kernel, (tm, tn, tk), (acc,), (ops.ea, ops.eb, ops.is_gemm))[0][0]
 
 
 @jit.kernel
-def _working_set_kernel(tm, tn, acc_bytes, tk, ea, eb, is_gemm, n_ops):
+def _working_set_kernel(tm, tn, tk, acc_bytes, ea, eb, is_gemm, n_ops):
     """The largest :func:`dse.model.tiling.tile_working_set_core` (2 slots) over each point's GEMM-like operators, 0
-    without one: flat (points x operators) tiles, then per point the accumulator's bytes in the local buffer and
-    T_K (or T_K flat, one per operator and point, where its size is the tiles'), then per operator the element
-    sizes and 1 for a GEMM-like operator; a (1, points) array (NaN wins, as numpy's max)."""
+    without one: flat (points x operators) tiles, then per point the accumulator's bytes in the local buffer, then
+    per operator the element sizes and 1 for a GEMM-like operator; a (1, points) array (NaN wins, as numpy's max)."""
     n, k = tm.size, jit.op_count(n_ops)
     rows = n // k
     out = np.empty((1, rows))
-    per_op = tk.size == n and rows != n
     for p in range(rows):
         top, first, acc = 0.0, True, acc_bytes[p]
         for j in range(k):
             i = p * k + j
             if jit.of_op(is_gemm, j) > 0.5:
-                ws = tiling.tile_working_set_core(tm[i], tn[i], tk[i] if per_op else tk[p], jit.of_op(ea, j),
-                                                  jit.of_op(eb, j), acc, 2.0)
+                ws = tiling.tile_working_set_core(tm[i], tn[i], tk[i], jit.of_op(ea, j), jit.of_op(eb, j), acc, 2.0)
                 top, first = jit.where(first, ws, jit.maximum(top, ws)), False
         out[0, p] = top
     return (out,)
@@ -1121,6 +1112,13 @@ def _cache_reads_kernel(c_m, c_n, split, keep_a, keep_b, units, capacity, buf, a
 
 
 @jit.rule
+def operand_traffic(a_bytes, r_a, b_bytes, r_b, c_bytes):
+    """Bytes an operator moves through a level below its caches: A read ``r_a`` times, B ``r_b`` times, C written
+    once (tiling.cache_reads gives the re-reads)."""
+    return a_bytes * r_a + b_bytes * r_b + c_bytes
+
+
+@jit.rule
 def memory_traffic(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weight_bytes, kv_bytes, compulsory):
     """An operator's main-memory traffic and time (seed 004 §4.1.1, §4.3.2, §4.8.1): A (``a_mem`` bytes, 0 where it
     stays on chip) read ``r_a`` times and B ``r_b`` times (tiling.cache_reads), C written once, split-K's partial
@@ -1128,7 +1126,7 @@ def memory_traffic(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weigh
     Returns the bytes, the weights' and the KV cache's bytes (B is one or the other: ``weight_bytes`` /
     ``kv_bytes`` of its bytes), the time at ``bandwidth`` B/s, and the compulsory bytes' time at it."""
     bytes_w = weight_bytes * r_b
-    moved = a_mem * r_a + b_bytes * r_b + c_mem
+    moved = operand_traffic(a_mem, r_a, b_bytes, r_b, c_mem)
     moved = jit.where(rom > 0.5, moved - bytes_w, moved) + spill
     return moved, bytes_w, kv_bytes * r_b, moved / bandwidth, compulsory / bandwidth
 
@@ -1513,8 +1511,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     bytes_msc = 0.0
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
-        bytes_msc = np.where(has_msc, memory_traffic(rA, rB, 0.0, 1.0, 0.0, a_mem, ops.b_bytes, c_mem, 0.0, 0.0,
-                                                     0.0)[0], 0.0)
+        bytes_msc = np.where(has_msc, operand_traffic(a_mem, rA, ops.b_bytes, rB, c_mem), 0.0)
         hA, hB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
                                (units, np.maximum(c.msc, l2), c.buf), gemm_operands)
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
@@ -1572,7 +1569,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # unit's reads), the L2 (what the local buffers read), main memory
     e_mem = c.e_mem
     cnt = ops.count
-    tdp, v_nom = c.tdp_limit, c.v_nom
+    v_nom = c.v_nom
     law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
     s1 = pw.dynamic_energy_scale(law.v1, v_nom)
     # (at the design clock's voltage: compute_energy)
@@ -1595,6 +1592,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # operator stays the workload's optimum). Where even the lowest clock (MIN_CLOCK_RATIO) does not fit, the
     # memory traffic is slowed as well, as far as the power fits (``memory_throttled``); a design whose leakage
     # and clock alone exceed its TDP cannot run (infinite time).
+    tdp = c.tdp_limit
     leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)  # (reported apart: static_power_w, clock_power_w)
     fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
     clk1 = fixed1 - leak1
