@@ -119,6 +119,27 @@ def test_large_batch_blocks_match_reference_rows():
     assert_same(sub, ref, "blocks")
 
 
+@pytest.mark.parametrize("wl", ["prefill", "decode"])
+def test_default_tiles_do_not_depend_on_the_clock(wl):
+    """Each on-chip level runs on the chip's clock, so the default tiles compare their candidates in cycles
+    (evaluator._tile_levels) and a point has the same tiles at every clock. Compared in seconds, two candidates
+    of equal cycles (a tie: Qwen3-8B prefill's attention PV on one of these H100 systems, 7,626.007 cycles for
+    128 x 128 with split-K 2 and for 64 x 64, by hand from the rules) went one way or the other with the rounding
+    of each clock's seconds."""
+    def systems(rng, n):
+        return {"system.chips": rng.choice([1.0, 2.0, 4.0, 8.0], n),
+                "system.pipeline": (rng.random(n) < 0.4).astype(float)}
+    chips = random_points("h100", 150, seed=292, extra=systems)
+    ops = ev.op_table(workload(wl))
+    ref = ev.default_tiles(chips, ops)
+    clock = chips.get("clock")
+    for factor in np.linspace(0.37, 2.9, 23):
+        other = Chips.from_base(load_chip("h100"), chips.n, {**{k: chips.get(k) for k in (
+            "units", "tdp", "hbm.stacks", "system.chips", "system.pipeline")}, "clock": clock * factor})
+        for a, b in zip(ev.default_tiles(other, ops), ref):
+            np.testing.assert_array_equal(a, b, err_msg=f"clock x {factor}")
+
+
 @pytest.mark.parametrize("wl", sorted(WORKLOADS))
 def test_identical_operators_merged(wl):
     """Without a breakdown the evaluator evaluates identical operators once, their counts added (issue 20): a

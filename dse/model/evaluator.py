@@ -387,9 +387,9 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
 
 def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
-    ``levels``: the matrix rate per unit (FLOP/s, (operators, points or 1)) and the on-chip levels
-    (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP/s, L2 B/s or 0, a unit's
-    local B/s or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes
+    ``levels`` (:func:`_tile_levels`): the matrix rate per unit (FLOP / cycle, (operators, points or 1)) and the
+    on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
+    L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes
     each operator requests with them (:func:`l2_request_bytes`, every tile visible)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast))
@@ -442,7 +442,8 @@ def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im
     """(T_M, T_N, split) of a GEMM-like operator from its two :func:`tile_candidates`, given each one's L2 requests
     per operand (``r2a``, ``r2b``: :func:`dse.model.hierarchy.cluster_requests_core` of :func:`l2_operands`).
 
-    Each candidate with its best split-K (:func:`_best_split`), on the matrix and the on-chip levels' times; the
+    Each candidate with its best split-K (:func:`_best_split`), on the matrix and the on-chip levels' times (in
+    s at rates in /s, in cycles at rates per cycle: the evaluator's, :func:`_tile_levels`); the
     smaller tile only where the square tile's grid is smaller than the units, and only where it is faster (so
     adding units never slows an operator down: for a fixed tile, waves = ceil(work / units) only falls)."""
     pad_flops = padded_gemm_flops(m, n, k, batch, im, inn, ik)
@@ -465,7 +466,7 @@ def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im
 @jit.rule
 def _tile_time(tm, tn, tiles, r2a, r2b, units, pad_flops, unit_rate, loc_rate, l2_rate, k, im, inn, rm, rn, ea, eb,
                a_l2, b_l2, b_bytes, c_bytes, on_chip_c):
-    """A GEMM tiling's (matrix and local-buffer time, L2 time) at split 1, in s: the waves of the evaluator's padded
+    """A GEMM tiling's (matrix and local-buffer time, L2 time) at split 1 (in the rates' time unit): the waves of the evaluator's padded
     FLOPs at the unit rate, the local buffer's reads by register tile, the L2's panel requests."""
     waves = tiling.waves(tiles, units)
     t = waves * pad_flops / jit.maximum(tiles, 1.0) / unit_rate
@@ -599,11 +600,11 @@ def default_tiles(chips: Chips, ops: OpTable):
 
 def _tile_levels(c: "ChipColumns", fpc) -> tuple:
     """The matrix rate per unit ((operators, points or 1): laid out as the default tiles' kernel reads it) and the
-    on-chip levels' rates the default tiles compare candidates on."""
-    clock = c.clock
-    return (np.multiply(np.multiply(fpc.T, clock.T, order="C"), c.ceff.T, order="C"),
-            np.where(c.l2 > 0, c.l2bw * c.dies * clock, 0.0), np.where(c.buf > 0, c.locbw * clock, 0.0),
-            np.where(c.sys > 0.5, 0.0, c.rm), c.rn, c.mcast)
+    on-chip levels' rates the default tiles compare candidates on, all per cycle (FLOP / cycle, B / cycle): the
+    levels run on the chip's clock, so the choice is the same at every clock (compared in cycles, a sweep of the
+    clock alone gives one row of tiles, and points that differ only off the tiles' inputs are alike)."""
+    return (np.multiply(fpc.T, c.ceff.T, order="C"), np.where(c.l2 > 0, c.l2bw * c.dies, 0.0),
+            np.where(c.buf > 0, c.locbw, 0.0), np.where(c.sys > 0.5, 0.0, c.rm), c.rn, c.mcast)
 
 
 def _psum_capacity(chips: Chips) -> np.ndarray:
