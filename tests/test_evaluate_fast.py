@@ -141,6 +141,17 @@ def test_default_tiles_do_not_depend_on_the_clock(wl):
 
 
 @pytest.mark.parametrize("wl", sorted(WORKLOADS))
+def test_clock_sweep_matches_reference(wl):
+    """A sweep of the clock alone: the default tiles' inputs are one for every point (they are compared in
+    cycles), so the batch has one row of tiles for all points; every number as each point evaluated alone."""
+    chips = Chips.from_base(load_chip("mi300x"), 30, {"clock": np.linspace(0.8e9, 2.5e9, 30)})
+    w = workload(wl)
+    for breakdown in (False, True):
+        assert_same(evaluate_workload(chips, w, breakdown=breakdown),
+                    evaluate_workload(chips, w, breakdown=breakdown, reference=True), f"{wl} clock sweep")
+
+
+@pytest.mark.parametrize("wl", sorted(WORKLOADS))
 def test_identical_operators_merged(wl):
     """Without a breakdown the evaluator evaluates identical operators once, their counts added (issue 20): a
     Qwen3-8B decode step's 22 operators are 16 (Q = O, K = V, gate = up projections; the norms and residuals of

@@ -392,11 +392,11 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes
     each operator requests with them (:func:`l2_request_bytes`, every tile visible)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
-    rows = max(np.shape(x)[0] for x in (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast))
-    rows = max(rows, unit_rate.shape[1])
+    inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
+    rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
     O = len(ops.names)
     point = np.empty((11, rows))  # (the kernel's loops run along the points: one contiguous row per input)
-    for j, x in enumerate((im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)):
+    for j, x in enumerate(inputs):
         point[j] = np.broadcast_to(x, (rows, 1))[:, 0]
     op = np.empty((O, 13))
     for j, x in enumerate((ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.a_bytes,
@@ -405,9 +405,19 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     rate = unit_rate  # (operators, points), writable (one compiled signature)
     if not (rate.shape == (O, rows) and rate.flags.c_contiguous and rate.flags.writeable):
         rate = np.array(np.broadcast_to(unit_rate, (O, rows)), order="C")
+    inverse = _EVERY_POINT
+    if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
+        keys = [point[j] for j, x in enumerate(inputs) if np.shape(x)[0] > 1]
+        first, inv = jit.distinct(np.vstack(keys + ([rate] if unit_rate.shape[1] > 1 else [])))
+        if first.size < rows:
+            point, rate, inverse = point[:, first], rate[:, first], inv
     with jit.quiet():
-        tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate)
+        tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
     return tm, tn, 4 * ik, split, l2_bytes
+
+
+#: the default tiles' kernel's ``inverse`` where it evaluates every point (none repeats another)
+_EVERY_POINT = np.empty(0, dtype=np.int64)
 
 
 @jit.rule
@@ -500,13 +510,14 @@ def _best_split(d1, l0, p, split):
 
 
 @jit.kernel
-def _default_tiles_kernel(point, op, unit_rate):
+def _default_tiles_kernel(point, op, unit_rate, inverse):
     """(T_M, T_N, split, L2 bytes), each (rows, O), of every operator (``op``: its 13 columns in the order of
     :func:`_tiles`) on every point (``point``: 11 rows of inputs, one value per point). Per operator: the
     candidates in one pass over the points, the L2 requests of a GEMM-like operator's candidates (a pass per
     cluster height), then the choice and the chosen tile's :func:`l2_request_bytes` (every tile visible); the
-    passes have no branch, so they run on the vector lanes. The results are laid out (points, operators) after.
-    """
+    passes have no branch, so they run on the vector lanes. The results are laid out (points, operators) after:
+    point r's are those of column ``inverse[r]`` where ``inverse`` is given (the distinct points, jit.distinct),
+    else of column r."""
     O, rows = unit_rate.shape
     tm_t, tn_t, split_t, req_t = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
     tm2, tn2, split2 = np.empty(rows), np.empty(rows), np.empty(rows)
@@ -565,7 +576,9 @@ def _default_tiles_kernel(point, op, unit_rate):
             req_o[r] = l2_request_total(a_l2, b_l2, jit.where(second, r2a2[r], r2a[r]),
                                         jit.where(second, r2b2[r], r2b[r]), b_bytes, c_bytes, is_gemm, on_chip_c,
                                         tiling.partial_sum_bytes(m, n, batch, split_o[r]))
-    return _transposed(tm_t), _transposed(tn_t), _transposed(split_t), _transposed(req_t)
+    if inverse.size == 0:
+        return _transposed(tm_t), _transposed(tn_t), _transposed(split_t), _transposed(req_t)
+    return _gathered(tm_t, inverse), _gathered(tn_t, inverse), _gathered(split_t, inverse), _gathered(req_t, inverse)
 
 
 @jit.rule(loops=True)
@@ -577,6 +590,18 @@ def _transposed(x):
     for r in range(rows):
         for o in range(n_ops):
             out[r, o] = x[o, r]
+    return out
+
+
+@jit.rule(loops=True)
+def _gathered(x, inverse):
+    """(points, operators) from (operators, distinct points): point r's row is column ``inverse[r]``."""
+    n_ops, rows = x.shape[0], inverse.size
+    out = np.empty((rows, n_ops))
+    for r in range(rows):
+        c = inverse[r]
+        for o in range(n_ops):
+            out[r, o] = x[o, c]
     return out
 
 

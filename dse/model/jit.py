@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
-           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "of_op", "op_count", "is_integer",
+           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "of_op", "op_count", "is_integer",
            "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
@@ -360,6 +360,56 @@ def filled(value, shape) -> np.ndarray:
             _FILLED[key] = a
             _filled_bytes += a.nbytes
     return a
+
+
+def distinct(keys) -> tuple[np.ndarray, np.ndarray]:
+    """The points that differ: ``keys`` a (k, n) float array, one column of k inputs per point. Returns (first,
+    inverse): the first point of each distinct column, in order, and each point's distinct column, so that
+    ``keys[:, first][:, inverse]`` is ``keys``. Columns are alike when their bits are (0.0 and -0.0 apart, a NaN
+    like itself), so a rule of these inputs gives a point the numbers of its first point, to the bit. A pass of
+    open addressing over the columns (each point hashed, compared with the points of its slot)."""
+    keys = np.ascontiguousarray(keys, dtype=float)
+    return _distinct_kernel(keys.reshape(keys.shape[0], -1).view(np.int64))
+
+
+@kernel
+def _distinct_kernel(bits):
+    k, n = bits.shape
+    size = 2
+    while size < 2 * n:
+        size *= 2
+    slots = np.full(size, -1, np.int64)  # a distinct column's number, -1 empty
+    first, inverse = np.empty(n, np.int64), np.empty(n, np.int64)
+    count = 0
+    for p in range(n):
+        h = 0
+        for j in range(k):  # (each input folded (a float's bits sit high) and mixed in, then murmur3's
+            b = bits[j, p]  # finalizer; int64 products wrap)
+            h = (h ^ b ^ (b >> 32)) * -7046029254386353131
+            h ^= h >> 32
+        h ^= h >> 33
+        h *= -49064778989728563
+        h ^= h >> 33
+        h *= -4265267296055464877
+        h ^= h >> 33
+        s = h & (size - 1)
+        while True:
+            u = slots[s]
+            if u < 0:
+                slots[s], first[count], inverse[p] = count, p, count
+                count += 1
+                break
+            q = first[u]
+            same = True
+            for j in range(k):
+                if bits[j, q] != bits[j, p]:
+                    same = False
+                    break
+            if same:
+                inverse[p] = u
+                break
+            s = (s + 1) & (size - 1)
+    return first[:count].copy(), inverse
 
 
 def of_op(x, j):

@@ -170,6 +170,54 @@ def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
         assert sum(x.nbytes for x in jit._FILLED.values()) == jit._filled_bytes <= jit.FILLED_BYTES
 
 
+def test_distinct_points_by_their_bits():
+    """jit.distinct against numpy's np.unique over the columns (an independent sort): the same number of distinct
+    columns, each point mapped to a column equal to its own, the first points in order of first appearance; alike
+    by their bits (0.0 and -0.0 apart, a NaN alike with itself); floats whose bits differ only high (small whole
+    numbers, the chips' choices) and many inputs per point, where a poor hash would put them in few slots."""
+    rng = np.random.default_rng(RNG_SEED + 30)
+    cases = [rng.integers(0, 233, (1, 7700)).astype(float), rng.integers(0, 4, (12, 5000)).astype(float),
+             rng.random((3, 2000)), np.round(rng.uniform(1e9, 2e9, (2, 3000)), -8), np.zeros((4, 0)),
+             np.array([[0.0, -0.0, np.nan, np.nan, 0.0, 1.0, -0.0]])]
+    for keys in cases:
+        first, inverse = jit.distinct(keys)
+        bits = np.ascontiguousarray(keys).view(np.int64)
+        assert first.size == np.unique(bits, axis=1).shape[1] if keys.size else first.size == 0
+        _same_bits(keys[:, first][:, inverse], keys)
+        assert (np.diff(first) > 0).all() and (first.size == 0 or first[0] == 0)
+        assert (inverse[first] == np.arange(first.size)).all()  # (each first point is its column's)
+        assert all(inverse[p] == inverse[first[inverse[p]]] and first[inverse[p]] <= p for p in range(keys.shape[1]))
+    first, inverse = jit.distinct(cases[-1])
+    assert first.tolist() == [0, 1, 2, 5] and inverse.tolist() == [0, 1, 2, 2, 0, 3, 1]
+
+
+def test_default_tiles_of_alike_points_evaluated_once(monkeypatch):
+    """The default tiles evaluate each distinct set of a point's inputs once (evaluator._tiles, jit.distinct) and
+    give every point its first alike point's tiles and L2 bytes: to the bit the tiles of every point evaluated
+    (jit.distinct made to find no point alike), on points drawn from few values of every input the tiles read
+    (units, L2, local buffer, multicast, compute efficiency: the unit rates of the operators), so that most
+    points repeat an earlier one and many differ from one in a single input."""
+    from dse.hardware import Chips, load_chip
+    from tests.test_evaluate_fast import workload
+    rng = np.random.default_rng(RNG_SEED + 31)
+    n = 2000
+    chips = Chips.from_base(load_chip("h100"), n, {
+        "units": rng.choice([16.0, 132.0, 264.0], n), "l2": rng.choice([0.0, 5e7], n),
+        "local_buffer": rng.choice([64e3, 228e3], n), "l2_multicast": rng.choice([1.0, 4.0], n),
+        "calibration.compute_efficiency": rng.choice([0.7, 1.0], n), "clock": rng.uniform(1e9, 2e9, n)})
+    ops = ev.op_table(workload("prefill"))
+    c = ev._chip_columns(chips, ops)
+    args = (c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, ev._tile_levels(c, ev._by_format(c.fpc, ops)))
+    found = []
+    distinct = jit.distinct
+    monkeypatch.setattr(jit, "distinct", lambda keys: found.append(distinct(keys)[0].size) or distinct(keys))
+    once = ev._tiles(*args)
+    assert found and found[0] <= 3 * 2 * 2 * 2 * 2
+    monkeypatch.setattr(jit, "distinct", lambda keys: (np.arange(keys.shape[1]), np.arange(keys.shape[1])))
+    for got, want in zip(once, ev._tiles(*args)):
+        _same_bits(got, np.broadcast_to(want, got.shape))
+
+
 def test_per_operator_values_and_count():
     """jit.of_op / jit.op_count, a block kernel's per-operator argument and operator count: an array's entry j, a
     number as it is (one operator per point); None counts one operator."""
@@ -436,7 +484,7 @@ def test_default_tiles_kernel_vector_operators_of_one_shape():
     point = np.array([d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], np.zeros(rows), np.zeros(rows),
                       np.full(rows, 16.0), np.full(rows, 16.0), np.ones(rows)])
     rate = np.ones((12, rows))
-    tm, tn, split, _ = ev._default_tiles_kernel(point, op, rate)
+    tm, tn, split, _ = ev._default_tiles_kernel(point, op, rate, ev._EVERY_POINT)
     for o in range(12):
         with jit.quiet():
             want = ev.tile_candidates(d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], *op[o, :5])[:3]
