@@ -151,6 +151,34 @@ def test_clock_sweep_matches_reference(wl):
                     evaluate_workload(chips, w, breakdown=breakdown, reference=True), f"{wl} clock sweep")
 
 
+@pytest.mark.parametrize("base", ["mi355x", "h100"])
+def test_points_alike_in_their_tiles_match_reference(base):
+    """Points in pairs that differ in one input the cache re-reads read beside the tiles' own (the memory-side
+    cache's capacity, the dies, the L2, the accumulator store), among points drawn from few values of the units
+    and local buffer: the evaluator finds the points alike in their tiles (evaluator._tiles) and in those inputs
+    (evaluator._alike_points) and evaluates the re-reads of each once; every number as each point evaluated
+    alone, on a 16,384-cubed GEMM (whose main-memory bytes on MI355X differ with the memory-side cache's size, 64
+    MB or 4 GB, and with its dies, 2 or 8) and a 4K prefill."""
+    rng = np.random.default_rng(17)
+    n = 64
+    over = {"units": rng.choice([16.0, 132.0], n), "local_buffer": rng.choice([64e3, 228e3], n),
+            "l2": rng.choice([2e6, 6.4e7], n), "accumulator": rng.choice([0.0, 256e3], n),
+            "dies": rng.choice([2.0, 8.0], n), "clock": rng.uniform(1e9, 2.4e9, n)}
+    if base == "mi355x":
+        over["memory_side_cache.capacity"] = rng.choice([6.4e7, 4e9], n)
+    for j, key in enumerate(k for k in over if k not in ("units", "local_buffer", "clock")):
+        pair = np.arange(2 * j + 1, n, 8)  # (point p - 1 with only this input changed)
+        over[key] = over[key].copy()
+        for k, v in over.items():
+            if k != key:
+                v[pair] = v[pair - 1]
+        over[key][pair] = np.where(over[key][pair - 1] == over[key].max(), over[key].min(), over[key].max())
+    chips = Chips.from_base(load_chip(base), n, over)
+    big = W.build({"name": "gemm-16k", "ops": [{"gemm": {"name": "g", "m": 16384, "n": 16384, "k": 16384}}]})
+    for w in (big, workload("prefill")):
+        assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), f"{base} {w.name}")
+
+
 @pytest.mark.parametrize("wl", sorted(WORKLOADS))
 def test_identical_operators_merged(wl):
     """Without a breakdown the evaluator evaluates identical operators once, their counts added (issue 20): a

@@ -389,8 +389,9 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
     ``levels`` (:func:`_tile_levels`): the matrix rate per unit (FLOP / cycle, (operators, points or 1)) and the
     on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
-    L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come back (rows, O), and the L2 bytes
-    each operator requests with them (:func:`l2_request_bytes`, every tile visible)."""
+    L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come
+    back (rows, O), the L2 bytes each operator requests with them (:func:`l2_request_bytes`, every tile visible),
+    and each point's class ((rows,) ints, jit.distinct's inverse: points of a class have the same inputs)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
@@ -405,19 +406,21 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     rate = unit_rate  # (operators, points), writable (one compiled signature)
     if not (rate.shape == (O, rows) and rate.flags.c_contiguous and rate.flags.writeable):
         rate = np.array(np.broadcast_to(unit_rate, (O, rows)), order="C")
-    inverse = _EVERY_POINT
+    inverse, classes = _EVERY_POINT, _ONE_CLASS
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
         keys = [point[j] for j, x in enumerate(inputs) if np.shape(x)[0] > 1]
-        first, inv = jit.distinct(np.vstack(keys + ([rate] if unit_rate.shape[1] > 1 else [])))
+        first, classes = jit.distinct(np.vstack(keys + ([rate] if unit_rate.shape[1] > 1 else [])))
         if first.size < rows:
-            point, rate, inverse = point[:, first], rate[:, first], inv
+            point, rate, inverse = point[:, first], rate[:, first], classes
     with jit.quiet():
         tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
-    return tm, tn, 4 * ik, split, l2_bytes
+    return tm, tn, 4 * ik, split, l2_bytes, classes
 
 
 #: the default tiles' kernel's ``inverse`` where it evaluates every point (none repeats another)
 _EVERY_POINT = np.empty(0, dtype=np.int64)
+#: the class of a point whose tiles' inputs are those of every point
+_ONE_CLASS = np.zeros(1, dtype=np.int64)
 
 
 @jit.rule
@@ -595,13 +598,15 @@ def _transposed(x):
 
 @jit.rule(loops=True)
 def _gathered(x, inverse):
-    """(points, operators) from (operators, distinct points): point r's row is column ``inverse[r]``."""
+    """(points, operators) from (operators, distinct points): point r's row is column ``inverse[r]`` (the distinct
+    points laid out (points, operators) first, so that each point copies one contiguous row)."""
+    rows_of = _transposed(x)
     n_ops, rows = x.shape[0], inverse.size
     out = np.empty((rows, n_ops))
     for r in range(rows):
         c = inverse[r]
         for o in range(n_ops):
-            out[r, o] = x[o, c]
+            out[r, o] = rows_of[c, o]
     return out
 
 
@@ -1117,17 +1122,40 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
     return out[:, :size]
 
 
+def _alike_points(tile_class, more, rows: int) -> np.ndarray:
+    """Per point of a block of ``rows``, the first point alike ((rows, 1) floats): of the same default tiles' class
+    (``tile_class``, (rows or 1,) from :func:`_tiles`) and the same values of the per-point columns ``more``
+    ((rows or 1, 1) each); each point itself without the tiles' classes (given tiles). The tiles' counts and the
+    panels they keep depend only on the tiles, the tiles' inputs and the accumulator's store, so points alike so
+    have the same re-reads (:func:`_cache_reads_kernel`)."""
+    if tile_class is None:
+        return np.arange(float(rows))[:, None]
+    keys = [np.broadcast_to(x, (rows, 1))[:, 0] for x in more if np.shape(x)[0] > 1]
+    if tile_class.size > 1:
+        keys.append(tile_class.astype(float))
+    if not keys:
+        return np.zeros((rows, 1))
+    first, inverse = jit.distinct(np.vstack(keys))
+    return first[inverse].astype(float)[:, None]
+
+
 @jit.kernel
-def _cache_reads_kernel(c_m, c_n, split, keep_a, keep_b, units, capacity, buf, a_bytes, b_bytes, m, n, k, ea, eb,
-                        a_read, n_ops):
+def _cache_reads_kernel(c_m, c_n, split, keep_a, keep_b, units, capacity, buf, alike, a_bytes, b_bytes, m, n, k, ea,
+                        eb, a_read, n_ops):
     """(r_A, r_B) of :func:`dse.model.tiling.cache_reads_core` over a block: flat (points x operators) tile counts,
-    splits and kept panels, then per point the units and the cache's capacity beside the local buffer, then per
-    operator its GEMM operands' bytes, shape and element sizes, and A's bytes in the block cost (an operator
-    without GEMM operands: 1, 1); its 2 results (jit.staggered). (Each element searches its block's height: a
-    loop of its own, one element at a time; in a kernel the operators' columns need no gathering.)"""
+    splits and kept panels, then per point the units, the cache's capacity beside the local buffer and the first
+    point alike (:func:`_alike_points`: a point with an earlier one alike copies its results), then per operator
+    its GEMM operands' bytes, shape and element sizes, and A's bytes in the block cost (an operator without GEMM
+    operands: 1, 1); its 2 results (jit.staggered). (Each element searches its block's height: a loop of its own,
+    one element at a time; in a kernel the operators' columns need no gathering.)"""
     size, n_ops, at = c_m.size, jit.op_count(n_ops), jit.of_op
     out = jit.staggered(2, size)
     for p in range(size // n_ops):
+        q = int(alike[p])
+        if q < p:
+            for j in range(n_ops):
+                out[0, p * n_ops + j], out[1, p * n_ops + j] = out[0, q * n_ops + j], out[1, q * n_ops + j]
+            continue
         u, cap, b = units[p], capacity[p], buf[p]
         for j in range(n_ops):
             i = p * n_ops + j
@@ -1480,8 +1508,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
 
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     l2_requests = None  # (the default tiles' L2 bytes, where every tile is visible)
+    tile_class = None  # (the default tiles' class of each point: points of one class have the same tiles)
     if tiles is None:
-        tm, tn, tk, split, l2_requests = _tiles(im, inn, ik, c.buf, units, c.psum, ops, _tile_levels(c, fpc))
+        tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, ops,
+                                                            _tile_levels(c, fpc))
     else:
         tm, tn, tk, split = tiles
     g = ops.is_gemm
@@ -1529,8 +1559,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # below the L2 (tiling.cache_reads): one pool for the package's units, or each die's own (l2_scope: die)
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
     gemm_operands = (ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, a_read)
-    rA, rB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b), (units / dom, l2 / dom, c.buf),
-                           gemm_operands)
+    alike_in = (dom, l2, c.acc, c.msc)
+    alike = _alike_points(tile_class, alike_in, max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
+    rA, rB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
+                           (units / dom, l2 / dom, c.buf, alike), gemm_operands)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     has_msc = c.msc > 0
@@ -1539,7 +1571,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         # package-wide block with the cache's capacity (tiling.cache_reads)
         bytes_msc = np.where(has_msc, operand_traffic(a_mem, rA, ops.b_bytes, rB, c_mem), 0.0)
         hA, hB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
-                               (units, np.maximum(c.msc, l2), c.buf), gemm_operands)
+                               (units, np.maximum(c.msc, l2), c.buf, alike), gemm_operands)
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
     bytes_comp = a_mem + ops.b_bytes + c_mem
