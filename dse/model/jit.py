@@ -321,7 +321,7 @@ def points(x, n: int) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.size == n and a.flags.c_contiguous:
         a = a.reshape(n)
-    elif a.size == 1:
+    elif a.size == 1 or (a.ndim == 1 and a.size == n and a.strides[0] == 0):  # (one value over them: shared)
         return filled(a.reshape(-1)[0], n)
     else:
         a = np.ascontiguousarray(np.broadcast_to(a.reshape(-1), (n,)))

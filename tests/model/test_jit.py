@@ -131,8 +131,8 @@ def test_package_kernel_equals_its_rules(base):
 
 def test_points_are_read_only_views_or_filled():
     """jit.points lays a kernel's per-point argument out: the array itself where it already is (n,) (a view: no
-    copy), one value filled n times, and read-only either way (numba compiles read-only and writable arrays
-    apart)."""
+    copy), one value filled n times (jit.filled, shared), and read-only either way (numba compiles read-only and
+    writable arrays apart)."""
     a = np.arange(5.0)
     v = jit.points(a, 5)
     assert np.shares_memory(v, a) and not v.flags.writeable and a.flags.writeable
@@ -142,6 +142,11 @@ def test_points_are_read_only_views_or_filled():
     assert jit.points(3, 2).tolist() == [3.0, 3.0]
     with pytest.raises(ValueError):
         jit.points(np.arange(3.0), 5)
+    # one value laid over the points (a chip figure no point changes: a stride of 0) is the shared filled array
+    over = np.broadcast_to(np.array(-0.0), (6,))
+    assert jit.points(over, 6) is jit.filled(-0.0, 6) and np.signbit(jit.points(over, 6)).all()
+    with pytest.raises(ValueError):
+        jit.points(np.broadcast_to(np.array(1.0), (3,)), 5)
 
 
 def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
