@@ -335,6 +335,10 @@ def points(x, n: int) -> np.ndarray:
 _FILLED: dict = {}
 #: the most bytes :func:`filled` keeps (it starts over past that)
 FILLED_BYTES = 64 << 20
+#: the largest array :func:`filled` keeps: a block's (dse.model.evaluator._BLOCK_ELEMENTS); a larger one is made at
+#: each call (arrays of all of a million points, 8 MB each, pushed the block's arrays out of the store at every
+#: call, and a GEMM evaluation of a million points ran 1.8x slower)
+FILLED_ARRAY_BYTES = 1 << 20
 _filled_bytes = 0
 
 
@@ -344,7 +348,7 @@ def filled(value, shape) -> np.ndarray:
     or one row of operators, for all points as an array over them, and most such inputs are a chip's or a
     workload's constants, the same block after block and call after call: a GEMM evaluation of 100,000 points
     filled ~60 of them (np.full, ~4% of its time), a decode step copied 9 rows of operators per block (~3%)
-    (issue 20). Up to :data:`FILLED_BYTES` are kept; an array over an eighth of that is made, not kept."""
+    (issue 20). Up to :data:`FILLED_BYTES` are kept; an array over :data:`FILLED_ARRAY_BYTES` is made, not kept."""
     global _filled_bytes
     v = np.asarray(value, dtype=float)
     key = (v.tobytes(), v.shape, shape)
@@ -353,7 +357,7 @@ def filled(value, shape) -> np.ndarray:
         a = np.empty(shape)
         a[...] = v
         a.flags.writeable = False
-        if a.nbytes <= FILLED_BYTES // 8:
+        if a.nbytes <= FILLED_ARRAY_BYTES:
             if _filled_bytes + a.nbytes > FILLED_BYTES:
                 _FILLED.clear()
                 _filled_bytes = 0

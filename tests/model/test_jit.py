@@ -152,7 +152,7 @@ def test_points_are_read_only_views_or_filled():
 def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
     """jit.filled, one value over the points: the same read-only array for the same value (to the bit: -0.0 is not
     0.0; every NaN is a NaN) and shape, another for another shape; at most jit.FILLED_BYTES kept (past that the
-    store starts over, and an array over an eighth of it is made but not kept)."""
+    store starts over), and an array over jit.FILLED_ARRAY_BYTES is made but not kept."""
     monkeypatch.setattr(jit, "_FILLED", {})
     monkeypatch.setattr(jit, "_filled_bytes", 0)
     a = jit.filled(1.5, 7)
@@ -168,7 +168,9 @@ def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
     assert jit.filled(row.copy(), (4, 3)) is r and jit.filled(np.array([1.0, 0.0, np.inf]), (4, 3)) is not r
     _same_bits(ev._full(row[None, :], (5, 3)), np.broadcast_to(row, (5, 3)))  # (a block input's row of operators)
     monkeypatch.setattr(jit, "FILLED_BYTES", 8 * 40)
+    monkeypatch.setattr(jit, "FILLED_ARRAY_BYTES", 8 * 5)
     big = jit.filled(2.0, 6)  # (48 bytes > 40: made, not kept)
+    assert jit.filled(2.0, 5) is jit.filled(2.0, 5)  # (40 bytes: kept)
     assert big.tolist() == [2.0] * 6 and jit.filled(2.0, 6) is not big
     for v in range(20):
         jit.filled(float(v), 4)
