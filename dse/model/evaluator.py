@@ -1122,21 +1122,22 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
     return out[:, :size]
 
 
-def _alike_points(tile_class, more, rows: int) -> np.ndarray:
-    """Per point of a block of ``rows``, the first point alike ((rows, 1) floats): of the same default tiles' class
-    (``tile_class``, (rows or 1,) from :func:`_tiles`) and the same values of the per-point columns ``more``
-    ((rows or 1, 1) each); each point itself without the tiles' classes (given tiles). The tiles' counts and the
-    panels they keep depend only on the tiles, the tiles' inputs and the accumulator's store, so points alike so
-    have the same re-reads (:func:`_cache_reads_kernel`)."""
+def _alike_points(tile_class, more, rows: int) -> tuple:
+    """Points of a block of ``rows`` alike: of the same default tiles' class (``tile_class``, (rows or 1,) from
+    :func:`_tiles`) and the same values of the per-point columns ``more`` ((rows or 1, 1) each). Returns each
+    point's first point alike ((rows, 1) floats: itself where no earlier point is, every point itself without the
+    tiles' classes: given tiles), and (first, inverse) of jit.distinct (None without the tiles' classes). The
+    tiles' counts, the panels they keep and their working set depend only on the tiles, the tiles' inputs and the
+    accumulator's store, so points alike so have the same re-reads (:func:`_cache_reads_kernel`) and working set."""
     if tile_class is None:
-        return np.arange(float(rows))[:, None]
+        return np.arange(float(rows))[:, None], None
     keys = [np.broadcast_to(x, (rows, 1))[:, 0] for x in more if np.shape(x)[0] > 1]
     if tile_class.size > 1:
         keys.append(tile_class.astype(float))
     if not keys:
-        return np.zeros((rows, 1))
+        return np.zeros((rows, 1)), (np.zeros(1, dtype=np.int64), np.zeros(rows, dtype=np.int64))
     first, inverse = jit.distinct(np.vstack(keys))
-    return first[inverse].astype(float)[:, None]
+    return first[inverse].astype(float)[:, None], (first, inverse)
 
 
 @jit.kernel
@@ -1560,7 +1561,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
     gemm_operands = (ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, a_read)
     alike_in = (dom, l2, c.acc, c.msc)
-    alike = _alike_points(tile_class, alike_in, max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
+    alike, alike_sets = _alike_points(tile_class, alike_in, max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
     rA, rB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
                            (units / dom, l2 / dom, c.buf, alike), gemm_operands)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
@@ -1860,7 +1861,12 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["fits"] = cap_rules.fits(resident, cap_bytes)
     out["max_batch"] = cap_rules.max_batch(cap_bytes, w.fixed_bytes, w.context, w.kv_per_token)
     # the largest double-buffered working set of the tiles (seed 004 §4.3.2, §4.4.2): the buffer_fit constraint
-    out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
+    if alike_sets is not None and alike_sets[0].size < alike_sets[1].size:  # (each set of alike points once)
+        first, inverse = alike_sets
+        out["tile_working_set_bytes"] = _working_set(*(x if np.shape(x)[0] == 1 else x[first] for x in (
+            tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first])[inverse]
+    else:
+        out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
     ops_out = None
     if want_ops:
         ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory,
