@@ -219,9 +219,10 @@ class _Same(list):
 
 
 def _by_name(names: list, fn, n: int) -> np.ndarray:
-    """A float array holding fn(name) for each point, looked up once per distinct name (NaN for None)."""
+    """A float array holding fn(name) for each point, looked up once per distinct name (NaN for None); of one name,
+    its value laid over the points (read-only, a stride of 0: known to be one value without reading it)."""
     if isinstance(names, _Same):
-        return np.full(n, np.nan if names.name is None else float(fn(names.name)))
+        return over_points(np.nan if names.name is None else float(fn(names.name)), n)
     out = np.full(n, np.nan)
     for name in set(names):
         if name is None:
@@ -314,11 +315,17 @@ def _term_inputs(chips, *, procs, mems, uphys, base, dies, tech=None) -> tuple:
     def memory(fn):
         return _by_name(mems, lambda m: fn(_memory(m, tech)), n)
 
+    links_out = (_link_rate(chips, "host"), _link_rate(chips, "scale_up"), dies)
+    if all(same_at_every_point(x) for x in links_out):  # (one value: laid over the points, not computed n times)
+        off_package = over_points((links_out[0][:1] + links_out[1][:1]) / links_out[2][:1], n)
+    else:
+        off_package = (links_out[0] + links_out[1]) / links_out[2]
+
     return (uphys, matrix_equivalent(chips, tech), logic, sram, chips.get("matrix.systolic", 0.0),
             chips.get("vector.flops_per_cycle", 0.0), chips.get("tech.vector_lane_area", 1.0),
             chips.get("area.graphics", 0.0), chips.get("local_buffer"), chips.get("accumulator"),
             chips.get("register_file"), chips.get("memory.kind", 0.0), chips.get("sram.capacity", 0.0), dies,
-            l2, chips.get("l2"), (_link_rate(chips, "host") + _link_rate(chips, "scale_up")) / dies, base,
+            l2, chips.get("l2"), off_package, base,
             memory(lambda m: m.phy_area), memory(lambda m: m.controller_fraction or 0.0), memory(lambda m: m.pins),
             memory(lambda m: m.pin_rate),
             chips.get("hbm.stacks", 0.0), chips.get("hbm.stack_sites", np.nan), chips.get("dram.bus_width", np.nan),
@@ -545,16 +552,26 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     def points(x):
         return jit.points(x, n)
 
-    args = [tuple(points(x) for x in inputs), points(side), points(chips.get("memory_side_cache.capacity", 0.0)),
-            points(_by_name(mems, lambda m: face(m, min), n)), points(_by_name(mems, lambda m: face(m, max), n)),
-            points(aspect)]
+    given = (side, chips.get("memory_side_cache.capacity", 0.0), _by_name(mems, lambda m: face(m, min), n),
+             _by_name(mems, lambda m: face(m, max), n), aspect)
+    args = [tuple(points(x) for x in inputs), *(points(x) for x in given)]
     fixed = (np.array([getattr(coef, name).value for _, name in TERMS]), float(pkg.die_to_stack_gap),
              float(pkg.interposer_margin), BASE_COVERAGE)
 
     def rows(s, e):  # (the kernel's results of points s..e, one row each)
         with jit.quiet():
             return _package_kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
-    if n <= _CHUNK_POINTS:
+
+    # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
+    # power or the memory leaves the package as it is) computed once, their results laid over the points
+    vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
+            if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))] if n > 1 else []
+    first, inverse = jit.distinct(np.vstack(vary)) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
+    if first.size <= n // 2:
+        with jit.quiet():
+            once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
+        r = {name: _laid_over(once[k, :first.size], inverse) for k, name in enumerate(PACKAGE_RESULTS)}
+    elif n <= _CHUNK_POINTS:
         out = rows(0, n)
         r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
     else:  # (in chunks: a (results, points) array over 32 MiB would come from fresh pages at every call)
@@ -577,6 +594,9 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         reticle_fields=reticle_fields(chips),
     )
 
+
+#: jit.distinct's first points where every point is alike
+_FIRST_POINT = np.zeros(1, dtype=np.int64)
 
 #: points per call of :func:`_package_kernel`: its (22 results x points) array stays under glibc's largest mmap
 #: threshold (32 MiB, dse.model.evaluator._MALLOC_SETTINGS), so that it comes from the kept heap, not from fresh
@@ -661,6 +681,15 @@ def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, mar
         out[7, i], out[8, i], out[9, i], out[10, i], out[11, i], out[12, i], out[13, i] = p[7], p[8], p[9], p[10], p[11], p[12], p[13]
         out[14, i], out[15, i] = p[14], q[13]
         out[16, i], out[17, i], out[18, i], out[19, i], out[20, i], out[21, i] = g[0], g[1], g[2], g[3], g[4], g[5]
+    return out
+
+
+@jit.kernel
+def _laid_over(once, inverse):
+    """A result of the distinct points (``once``) laid over the points: point i takes ``once[inverse[i]]``."""
+    out = np.empty(inverse.size)
+    for i in range(inverse.size):
+        out[i] = once[inverse[i]]
     return out
 
 

@@ -437,6 +437,38 @@ def test_vectorized_matches_one_point_at_a_time():
     assert np.all(np.diff(a.die_area_mm2) > 0)
 
 
+@pytest.mark.parametrize("base", ["h100-sxm", "mi355x"])
+def test_alike_points_computed_once_match_each_point_alone(base):
+    """package_area computes each set of alike inputs once (jit.distinct over the inputs some point changes) and
+    lays the results over the points: on 240 points drawn from few values of the units, L2, HBM stacks, dies and
+    memory-side cache (MI355X), the clock and the TDP apart (they do not enter the package), every field equals the
+    package of that point alone, to the bit."""
+    rng = np.random.default_rng(5)
+    n = 240
+    over = {"units": rng.choice([32.0, 132.0, 256.0], n), "l2": rng.choice([2.5e7, 1e8], n),
+            "hbm.stacks": rng.choice([4.0, 6.0], n), "dies": rng.choice([1.0, 2.0, 8.0], n),
+            "clock": rng.uniform(1e9, 2e9, n), "tdp": rng.uniform(300.0, 1500.0, n)}
+    if base == "mi355x":
+        over["memory_side_cache.capacity"] = rng.choice([0.0, 2.56e8], n)
+    chips = Chips.from_base(load_chip(base), n, over)
+    tech = dict(process="n4", memory="hbm3e")
+    calls = []
+    real = area.jit.distinct
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(area.jit, "distinct", lambda keys: calls.append(real(keys)[0].size) or real(keys))
+        a = package_area(chips, **tech)
+    assert calls and calls[0] <= 3 * 2 * 2 * 3 * 2
+    fields = ("die_area_mm2", "total_silicon_area_mm2", "base_area_mm2", "units_physical", "die_long_mm",
+              "die_short_mm", "hbm_stacks", "hbm_shoreline_stacks", "interposer_area_mm2")
+    for i in range(0, n, 7):
+        one_point = package_area(chips.take(i), **tech)
+        for f in fields:
+            assert np.array_equal(np.asarray(getattr(a, f))[i:i + 1], np.asarray(getattr(one_point, f)),
+                                  equal_nan=True), (i, f)
+        for k, v in a.parts.items():
+            assert np.array_equal(np.asarray(v)[i:i + 1], np.asarray(one_point.parts[k]), equal_nan=True), (i, k)
+
+
 def test_matrix_area_is_the_max_over_formats():
     base = load_chip("h100-sxm")
     fp4 = "matrix.flops_per_cycle.mxfp4"
