@@ -479,8 +479,9 @@ def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im
 @jit.rule
 def _tile_time(tm, tn, tiles, r2a, r2b, units, pad_flops, unit_rate, loc_rate, l2_rate, k, im, inn, rm, rn, ea, eb,
                a_l2, b_l2, b_bytes, c_bytes, on_chip_c):
-    """A GEMM tiling's (matrix and local-buffer time, L2 time) at split 1 (in the rates' time unit): the waves of the evaluator's padded
-    FLOPs at the unit rate, the local buffer's reads by register tile, the L2's panel requests."""
+    """A GEMM tiling's (matrix and local-buffer time, L2 time) at split 1 (in the rates' unit of time): the waves of
+    the evaluator's padded FLOPs at the unit rate, the local buffer's reads by register tile, the L2's panel
+    requests."""
     waves = tiling.waves(tiles, units)
     t = waves * pad_flops / jit.maximum(tiles, 1.0) / unit_rate
     reads = hierarchy.local_read_bytes(1.0, k, tm, tn, jit.where(rm > 0, jit.maximum(rm, im), tm),

@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
-           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "of_op", "op_count", "is_integer",
-           "is_array", "quiet", "compiler"]
+           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "of_op", "op_count",
+           "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -378,6 +378,7 @@ def distinct(keys) -> tuple[np.ndarray, np.ndarray]:
 
 @kernel
 def _distinct_kernel(bits):
+    """:func:`distinct` of the inputs' bits ((k, n) int64)."""
     k, n = bits.shape
     size = 2
     while size < 2 * n:
