@@ -396,22 +396,23 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
     O = len(ops.names)
-    point = np.empty((11, rows))  # (the kernel's loops run along the points: one contiguous row per input)
-    for j, x in enumerate(inputs):
-        point[j] = np.broadcast_to(x, (rows, 1))[:, 0]
     op = np.empty((O, 13))
     for j, x in enumerate((ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.a_bytes,
                            ops.b_bytes, ops.c_bytes, ops.on_chip_a, ops.on_chip_c)):
         op[:, j] = x
-    rate = unit_rate  # (operators, points), writable (one compiled signature)
-    if not (rate.shape == (O, rows) and rate.flags.c_contiguous and rate.flags.writeable):
-        rate = np.array(np.broadcast_to(unit_rate, (O, rows)), order="C")
-    inverse, classes = _EVERY_POINT, _ONE_CLASS
+    inverse, classes, pick = _EVERY_POINT, _ONE_CLASS, None
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
-        keys = [point[j] for j, x in enumerate(inputs) if np.shape(x)[0] > 1]
-        first, classes = jit.distinct(np.vstack(keys + ([rate] if unit_rate.shape[1] > 1 else [])))
+        keys = [x[:, 0] for x in inputs if np.shape(x)[0] > 1] + ([unit_rate] if unit_rate.shape[1] > 1 else [])
+        first, classes = jit.distinct(np.vstack(keys))
         if first.size < rows:
-            point, rate, inverse = point[:, first], rate[:, first], classes
+            pick, inverse = first, classes
+    n = rows if pick is None else pick.size
+    point = np.empty((11, n))  # (the kernel's loops run along the points: one contiguous row per input)
+    for j, x in enumerate(inputs):
+        point[j] = x[:, 0] if x.shape[0] == 1 or pick is None else x[pick, 0]
+    rate = unit_rate if pick is None or unit_rate.shape[1] == 1 else unit_rate[:, pick]
+    if not (rate.shape == (O, n) and rate.flags.c_contiguous and rate.flags.writeable):
+        rate = np.array(np.broadcast_to(rate, (O, n)), order="C")  # (one compiled signature: writable)
     with jit.quiet():
         tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
     return tm, tn, 4 * ik, split, l2_bytes, classes
