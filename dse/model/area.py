@@ -565,9 +565,12 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
     # power or the memory leaves the package as it is) computed once, their results laid over the points
     vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
-            if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))] if n > 1 else []
-    first, inverse = jit.distinct(np.vstack(vary)) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
-    if first.size <= n // 2:
+            if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))]
+    alike = None
+    if n > 1:
+        alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
+    if alike is not None:  # (at least half the points repeat)
+        first, inverse = alike
         with jit.quiet():
             once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
         r = {name: _laid_over(once[k, :first.size], inverse) for k, name in enumerate(PACKAGE_RESULTS)}

@@ -391,7 +391,8 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
     L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come
     back (rows, O), the L2 bytes each operator requests with them (:func:`l2_request_bytes`, every tile visible),
-    and each point's class ((rows,) ints, jit.distinct's inverse: points of a class have the same inputs)."""
+    and each point's class ((rows,) ints, jit.distinct's inverse: points of a class have the same inputs; None
+    where too few points repeat to evaluate them once)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
@@ -403,9 +404,11 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     inverse, classes, pick = _EVERY_POINT, _ONE_CLASS, None
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
         keys = [x[:, 0] for x in inputs if np.shape(x)[0] > 1] + ([unit_rate] if unit_rate.shape[1] > 1 else [])
-        first, classes = jit.distinct(np.vstack(keys))
-        if first.size < rows:
-            pick, inverse = first, classes
+        alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
+        if alike is not None:
+            (pick, inverse), classes = alike, alike[1]
+        else:
+            classes = None
     n = rows if pick is None else pick.size
     point = np.empty((11, n))  # (the kernel's loops run along the points: one contiguous row per input)
     for j, x in enumerate(inputs):
@@ -1127,8 +1130,9 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
 def _alike_points(tile_class, more, rows: int) -> tuple:
     """Points of a block of ``rows`` alike: of the same default tiles' class (``tile_class``, (rows or 1,) from
     :func:`_tiles`) and the same values of the per-point columns ``more`` ((rows or 1, 1) each). Returns each
-    point's first point alike ((rows, 1) floats: itself where no earlier point is, every point itself without the
-    tiles' classes: given tiles), and (first, inverse) of jit.distinct (None without the tiles' classes). The
+    point's first point alike ((rows, 1) floats: itself where no earlier point is; every point itself without the
+    tiles' classes (given tiles, or too few points alike) or where fewer than half the points repeat), and (first,
+    inverse) of jit.distinct (None where every point is itself). The
     tiles' counts, the panels they keep and their working set depend only on the tiles, the tiles' inputs and the
     accumulator's store, so points alike so have the same re-reads (:func:`_cache_reads_kernel`) and working set."""
     if tile_class is None:
@@ -1138,7 +1142,10 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
         keys.append(tile_class.astype(float))
     if not keys:
         return np.zeros((rows, 1)), (np.zeros(1, dtype=np.int64), np.zeros(rows, dtype=np.int64))
-    first, inverse = jit.distinct(np.vstack(keys))
+    alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
+    if alike is None:
+        return np.arange(float(rows))[:, None], None
+    first, inverse = alike
     return first[inverse].astype(float)[:, None], (first, inverse)
 
 
@@ -1863,7 +1870,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["fits"] = cap_rules.fits(resident, cap_bytes)
     out["max_batch"] = cap_rules.max_batch(cap_bytes, w.fixed_bytes, w.context, w.kv_per_token)
     # the largest double-buffered working set of the tiles (seed 004 §4.3.2, §4.4.2): the buffer_fit constraint
-    if alike_sets is not None and alike_sets[0].size < alike_sets[1].size:  # (each set of alike points once)
+    if alike_sets is not None:  # (each set of alike points once)
         first, inverse = alike_sets
         out["tile_working_set_bytes"] = _working_set(*(x if np.shape(x)[0] == 1 else x[first] for x in (
             tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first])[inverse]

@@ -366,19 +366,40 @@ def filled(value, shape) -> np.ndarray:
     return a
 
 
-def distinct(keys) -> tuple[np.ndarray, np.ndarray]:
+#: points :func:`distinct` samples to judge whether enough points repeat
+DISTINCT_SAMPLE = 1024
+
+
+def distinct(keys, most: int | None = None):
     """The points that differ: ``keys`` a (k, n) float array, one column of k inputs per point. Returns (first,
     inverse): the first point of each distinct column, in order, and each point's distinct column, so that
     ``keys[:, first][:, inverse]`` is ``keys``. Columns are alike when their bits are (0.0 and -0.0 apart, a NaN
     like itself), so a rule of these inputs gives a point the numbers of its first point, to the bit. A pass of
-    open addressing over the columns (each point hashed, compared with the points of its slot)."""
+    open addressing over the columns (each point hashed, compared with the points of its slot).
+
+    ``most``: None where more than ``most`` columns differ (a caller that gains only from fewer). Judged first on
+    :data:`DISTINCT_SAMPLE` points spread over the n: k columns drawn from U distinct ones repeat about k^2 / 2U
+    times, so fewer repeats than k^2 / (2 most) mean more than ``most`` distinct (likely), and the pass over all
+    points is not made; else the pass stops once more than ``most`` are found. (All distinct, 100,000 points of
+    three inputs: 2 ms for the pass, 0.03 for the sample.)"""
     keys = np.ascontiguousarray(keys, dtype=float)
-    return _distinct_kernel(keys.reshape(keys.shape[0], -1).view(np.int64))
+    bits = keys.reshape(keys.shape[0], -1).view(np.int64)
+    n = bits.shape[1]
+    if most is None:
+        return _distinct_kernel(bits, n)
+    if n > 2 * DISTINCT_SAMPLE:
+        sample = np.ascontiguousarray(bits[:, ::n // DISTINCT_SAMPLE][:, :DISTINCT_SAMPLE])
+        repeats = DISTINCT_SAMPLE - _distinct_kernel(sample, DISTINCT_SAMPLE)[0].size
+        if 2.0 * repeats * most < DISTINCT_SAMPLE ** 2:
+            return None
+    first, inverse = _distinct_kernel(bits, most)
+    return None if first.size > most else (first, inverse)
 
 
 @kernel
-def _distinct_kernel(bits):
-    """:func:`distinct` of the inputs' bits ((k, n) int64)."""
+def _distinct_kernel(bits, most):
+    """:func:`distinct` of the inputs' bits ((k, n) int64), stopping once more than ``most`` columns differ (the
+    first ``most`` + 1 then come back, and an unfinished inverse)."""
     k, n = bits.shape
     size = 2
     while size < 2 * n:
@@ -414,6 +435,8 @@ def _distinct_kernel(bits):
                 inverse[p] = u
                 break
             s = (s + 1) & (size - 1)
+        if count > most:
+            break
     return first[:count].copy(), inverse
 
 

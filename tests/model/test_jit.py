@@ -198,6 +198,32 @@ def test_distinct_points_by_their_bits():
     assert first.tolist() == [0, 1, 2, 5] and inverse.tolist() == [0, 1, 2, 2, 0, 3, 1]
 
 
+def test_distinct_gives_up_where_few_points_repeat():
+    """jit.distinct(keys, most): None where more than ``most`` columns differ, found by a sample of
+    jit.DISTINCT_SAMPLE points (k columns of U distinct repeat ~k^2 / 2U times) or by the full pass; else the same
+    answer as without ``most``. 100,000 points of 233, 1,864 and 30,000 distinct values (three random inputs of
+    those cardinalities), and all distinct, against most = 50,000; and a hard limit the sample cannot see (a
+    block of 5,000 repeating points, then all distinct)."""
+    rng = np.random.default_rng(RNG_SEED + 32)
+    n = 100_000
+    for u in (233, 1864, 30_000):
+        keys = rng.integers(0, u, n).astype(float)[None, :] * np.array([[1.0], [2.0], [3.0]])
+        full = jit.distinct(keys)
+        got = jit.distinct(keys, most=n // 2)
+        assert got is not None and all((a == b).all() for a, b in zip(got, full)), u
+    sizes = []
+    kernel = jit._distinct_kernel
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jit, "_distinct_kernel", lambda bits, most: sizes.append(bits.shape[1]) or kernel(bits, most))
+        assert jit.distinct(rng.random((3, n)), most=n // 2) is None
+    assert sizes == [jit.DISTINCT_SAMPLE]  # (the sample alone: no pass over all points)
+    head = np.concatenate([np.zeros(5000), np.arange(1.0, n - 4999)])[None, :]  # (the sample finds repeats, the
+    assert jit.distinct(head, most=n // 2) is None  # pass over all points stops past most)
+    assert jit.distinct(head, most=n)[0].size == n - 4999
+    assert jit.distinct(np.zeros((2, 10)), most=0) is None and jit.distinct(np.zeros((2, 10)), most=1)[0].size == 1
+    assert jit._distinct_kernel(np.arange(1000).reshape(1, -1), 10)[0].size == 11  # (the pass stops past most)
+
+
 def test_default_tiles_of_alike_points_evaluated_once(monkeypatch):
     """The default tiles evaluate each distinct set of a point's inputs once (evaluator._tiles, jit.distinct) and
     give every point its first alike point's tiles and L2 bytes: to the bit the tiles of every point evaluated
@@ -217,10 +243,11 @@ def test_default_tiles_of_alike_points_evaluated_once(monkeypatch):
     args = (c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, ev._tile_levels(c, ev._by_format(c.fpc, ops)))
     found = []
     distinct = jit.distinct
-    monkeypatch.setattr(jit, "distinct", lambda keys: found.append(distinct(keys)[0].size) or distinct(keys))
+    monkeypatch.setattr(jit, "distinct", lambda keys, most=None: found.append(distinct(keys)[0].size)
+                        or distinct(keys, most))
     once = ev._tiles(*args)
     assert found and found[0] <= 3 * 2 * 2 * 2 * 2
-    monkeypatch.setattr(jit, "distinct", lambda keys: (np.arange(keys.shape[1]), np.arange(keys.shape[1])))
+    monkeypatch.setattr(jit, "distinct", lambda keys, most=None: None)  # (no point alike another)
     for got, want in zip(once[:5], ev._tiles(*args)[:5]):
         _same_bits(got, np.broadcast_to(want, got.shape))
 
