@@ -1,13 +1,15 @@
 """Evaluator speed: design points per second, single thread (issue 20).
 
     .venv/bin/python benchmarks/bench_evaluate.py [--sizes 1,1000,100000,1000000] [--repeat 3] [--quick]
-                                                  [--pin] [--tables]
+                                                  [--pin] [--tables] [--continuous]
 
 Workloads: (a) ``gemm``: one 256 x 4096 x 4096 BF16 GEMM (the Q projection at M = 256), (b) ``decode``: a
 full Qwen3-8B decode step (batch 1, context 8192, 22 operators), (c) ``prefill``: a Qwen3-8B 4K prefill
 (batch 1, 4096 tokens), (d) ``moe``: a Qwen3-30B-A3B decode step (batch 1, context 8192: router and experts).
 Design points: Chips.from_base over the H100 with random ``units``, ``clock`` and ``hbm.stacks`` per point
-(everything else the H100's), the path every search takes; building them is not timed.
+(everything else the H100's), the path every search takes; building them is not timed. ``--continuous`` draws
+the L2 and the local buffer from continuous ranges too: no two points then share the default tiles' or the
+package's inputs, the case where the evaluator finds no points alike to evaluate once.
 
 For each N (default 1, 1,000, 100,000 and 1,000,000; ``--quick`` stops at 100,000) and workload: the wall
 and CPU time of ``evaluate_arrays`` (the fast path solvers use), best of ``--repeat`` calls after one
@@ -65,13 +67,16 @@ def pin_one_core() -> str:
         return "not pinned"
 
 
-def design_points(n: int, seed: int = 0) -> Chips:
+def design_points(n: int, seed: int = 0, continuous: bool = False) -> Chips:
+    """H100 variants: random units (32 .. 264), clock and HBM stacks; ``continuous``: the L2 and the local buffer
+    drawn from continuous ranges too, so that no two points share the tiles' or the package's inputs (the
+    evaluator's search for alike points, dse.model.jit.distinct, then finds none and gives up)."""
     rng = np.random.default_rng(seed)
-    return Chips.from_base(load_chip("h100"), n, {
-        "units": rng.integers(32, 265, n),
-        "clock": rng.uniform(1.0e9, 2.6e9, n),
-        "hbm.stacks": rng.integers(1, 9, n),
-    })
+    over = {"units": rng.integers(32, 265, n), "clock": rng.uniform(1.0e9, 2.6e9, n),
+            "hbm.stacks": rng.integers(1, 9, n)}
+    if continuous:
+        over.update({"l2": rng.uniform(1e7, 1e8, n), "local_buffer": rng.uniform(1e5, 5e5, n)})
+    return Chips.from_base(load_chip("h100"), n, over)
 
 
 def workloads() -> dict[str, W.Workload]:
@@ -107,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pin", action="store_true", help="pin the process to one CPU (the numpy threads are 1 anyway)")
     ap.add_argument("--no-reference", action="store_true", help="skip the numpy reference (no ratio column)")
     ap.add_argument("--tables", action="store_true", help="also the breakdown and evaluate() DataFrame timings")
+    ap.add_argument("--continuous", action="store_true",
+                    help="points whose L2 and local buffer vary continuously too (no two alike)")
     args = ap.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     repeat = args.repeat
@@ -118,7 +125,7 @@ def main(argv=None) -> int:
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     wls = workloads()
     print(f"workloads: {', '.join(f'{k} ({len(w.ops)} operators)' for k, w in wls.items())}; "
-          "points: H100 with random units, clock, hbm.stacks")
+          f"points: H100 with random units, clock, hbm.stacks{', L2, local buffer' if args.continuous else ''}")
     print("times: best of the timed calls, CPU = process time (one thread); ref = the numpy reference "
           f"(reference=True: point by point, timed on <= {REF_POINTS} points), ratio = fast / reference designs "
           "per CPU second\n")
@@ -128,7 +135,7 @@ def main(argv=None) -> int:
     print("-" * len(header))
     results, latency, failed = {}, {}, []
     for n in sizes:
-        chips = design_points(n)
+        chips = design_points(n, continuous=args.continuous)
         reps = _repeats(n, repeat)
         for name, wl in wls.items():
             wall, cpu = timed(lambda: evaluate_arrays(chips, wl), reps)
