@@ -70,6 +70,10 @@ compiles each kernel once more with its per-operator values as numbers
 input that is one value or one row of operators at every point is laid over
 the points once and shared (jit.filled); the sums over operators run on the
 vector lanes in an order of their own, the same for every row (_sums_kernel).
+Points alike in what a rule reads are evaluated once where at least half the
+points repeat (jit.distinct): the default tiles (compared in cycles, so the
+clock does not enter them), the cache re-reads and the working set of points
+with the same tiles, the package area (dse.model.area.package_area).
 """
 
 from __future__ import annotations
