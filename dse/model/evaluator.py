@@ -409,10 +409,10 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
         keys = [x[:, 0] for x in inputs if np.shape(x)[0] > 1] + ([unit_rate] if unit_rate.shape[1] > 1 else [])
         alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
+        classes = None
         if alike is not None:
-            (pick, inverse), classes = alike, alike[1]
-        else:
-            classes = None
+            pick, inverse = alike
+            classes = inverse
     n = rows if pick is None else pick.size
     point = np.empty((11, n))  # (the kernel's loops run along the points: one contiguous row per input)
     for j, x in enumerate(inputs):
