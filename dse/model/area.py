@@ -573,7 +573,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         first, inverse = alike
         with jit.quiet():
             once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
-        r = {name: _laid_over(once[k, :first.size], inverse) for k, name in enumerate(PACKAGE_RESULTS)}
+        r = {name: jit.laid_over(once[k, :first.size], inverse) for k, name in enumerate(PACKAGE_RESULTS)}
     elif n <= _CHUNK_POINTS:
         out = rows(0, n)
         r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
@@ -684,15 +684,6 @@ def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, mar
         out[7, i], out[8, i], out[9, i], out[10, i], out[11, i], out[12, i], out[13, i] = p[7], p[8], p[9], p[10], p[11], p[12], p[13]
         out[14, i], out[15, i] = p[14], q[13]
         out[16, i], out[17, i], out[18, i], out[19, i], out[20, i], out[21, i] = g[0], g[1], g[2], g[3], g[4], g[5]
-    return out
-
-
-@jit.kernel
-def _laid_over(once, inverse):
-    """A result of the distinct points (``once``) laid over the points: point i takes ``once[inverse[i]]``."""
-    out = np.empty(inverse.size)
-    for i in range(inverse.size):
-        out[i] = once[inverse[i]]
     return out
 
 

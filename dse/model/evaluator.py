@@ -1136,9 +1136,9 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
     :func:`_tiles`) and the same values of the per-point columns ``more`` ((rows or 1, 1) each). Returns each
     point's first point alike ((rows, 1) floats: itself where no earlier point is; every point itself without the
     tiles' classes (given tiles, or too few points alike) or where fewer than half the points repeat), and (first,
-    inverse) of jit.distinct (None where every point is itself). The
-    tiles' counts, the panels they keep and their working set depend only on the tiles, the tiles' inputs and the
-    accumulator's store, so points alike so have the same re-reads (:func:`_cache_reads_kernel`) and working set."""
+    inverse) of jit.distinct (None where every point is itself). The tiles' counts, the panels they keep and their
+    working set depend only on the tiles, the tiles' inputs and the accumulator's store, so points alike so have
+    the same re-reads (:func:`_cache_reads_kernel`) and working set."""
     if tile_class is None:
         return np.arange(float(rows))[:, None], None
     keys = [np.broadcast_to(x, (rows, 1))[:, 0] for x in more if np.shape(x)[0] > 1]
@@ -1876,8 +1876,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # the largest double-buffered working set of the tiles (seed 004 §4.3.2, §4.4.2): the buffer_fit constraint
     if alike_sets is not None:  # (each set of alike points once)
         first, inverse = alike_sets
-        out["tile_working_set_bytes"] = _working_set(*(x if np.shape(x)[0] == 1 else x[first] for x in (
-            tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first])[inverse]
+        out["tile_working_set_bytes"] = jit.laid_over(_working_set(*(x if np.shape(x)[0] == 1 else x[first] for x in (
+            tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first]), inverse)
     else:
         out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
     ops_out = None

@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
-           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "of_op", "op_count",
-           "is_integer", "is_array", "quiet", "compiler"]
+           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "laid_over", "of_op",
+           "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -438,6 +438,20 @@ def _distinct_kernel(bits, most):
         if count > most:
             break
     return first[:count].copy(), inverse
+
+
+def laid_over(values, inverse) -> np.ndarray:
+    """The values of the distinct points (:func:`distinct`'s first points) laid over all points: point i takes
+    ``values[inverse[i]]`` (a compiled loop: numpy's ``take`` of a small table ran ~3x slower)."""
+    return _laid_over_kernel(np.ascontiguousarray(values, dtype=float), inverse)
+
+
+@kernel
+def _laid_over_kernel(values, inverse):
+    out = np.empty(inverse.size)
+    for i in range(inverse.size):
+        out[i] = values[inverse[i]]
+    return out
 
 
 def of_op(x, j):
