@@ -395,8 +395,8 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
     L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come
     back (rows, O), the L2 bytes each operator requests with them (:func:`l2_request_bytes`, every tile visible),
-    and each point's class ((rows,) ints, jit.distinct's inverse: points of a class have the same inputs; None
-    where too few points repeat to evaluate them once)."""
+    and the points' classes: (first, inverse) of jit.distinct (points of a class have the same inputs; None where
+    too few points repeat to evaluate them once)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
@@ -409,10 +409,9 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
         keys = [x[:, 0] for x in inputs if np.shape(x)[0] > 1] + ([unit_rate] if unit_rate.shape[1] > 1 else [])
         alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
-        classes = None
+        classes = alike
         if alike is not None:
             pick, inverse = alike
-            classes = inverse
     n = rows if pick is None else pick.size
     point = np.empty((11, n))  # (the kernel's loops run along the points: one contiguous row per input)
     for j, x in enumerate(inputs):
@@ -427,8 +426,8 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
 
 #: the default tiles' kernel's ``inverse`` where it evaluates every point (none repeats another)
 _EVERY_POINT = np.empty(0, dtype=np.int64)
-#: the class of a point whose tiles' inputs are those of every point
-_ONE_CLASS = np.zeros(1, dtype=np.int64)
+#: the classes of points whose tiles' inputs are those of every point: (first, inverse) of one class
+_ONE_CLASS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
 @jit.rule
@@ -1132,18 +1131,21 @@ def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_byt
 
 
 def _alike_points(tile_class, more, rows: int) -> tuple:
-    """Points of a block of ``rows`` alike: of the same default tiles' class (``tile_class``, (rows or 1,) from
-    :func:`_tiles`) and the same values of the per-point columns ``more`` ((rows or 1, 1) each). Returns each
-    point's first point alike ((rows, 1) floats: itself where no earlier point is; every point itself without the
-    tiles' classes (given tiles, or too few points alike) or where fewer than half the points repeat), and (first,
-    inverse) of jit.distinct (None where every point is itself). The tiles' counts, the panels they keep and their
-    working set depend only on the tiles, the tiles' inputs and the accumulator's store, so points alike so have
-    the same re-reads (:func:`_cache_reads_kernel`) and working set."""
+    """Points of a block of ``rows`` alike: of the same default tiles' class (``tile_class``: (first, inverse) of
+    the classes, :func:`_tiles`) and the same values of the per-point columns ``more`` ((rows or 1, 1) each).
+    Returns each point's first point alike ((rows, 1) floats: itself where no earlier point is; every point itself
+    without the tiles' classes (given tiles, or too few points alike) or where fewer than half the points repeat),
+    and (first, inverse) of jit.distinct (None where every point is itself). The tiles' counts, the panels they
+    keep and their working set depend only on the tiles, the tiles' inputs and the accumulator's store, so points
+    alike so have the same re-reads (:func:`_cache_reads_kernel`) and working set."""
     if tile_class is None:
         return np.arange(float(rows))[:, None], None
     keys = [np.broadcast_to(x, (rows, 1))[:, 0] for x in more if np.shape(x)[0] > 1]
-    if tile_class.size > 1:
-        keys.append(tile_class.astype(float))
+    first, inverse = tile_class
+    if inverse.size > 1:
+        if not keys:  # (the classes themselves: jit.distinct of them would give the same, numbered in order too)
+            return first[inverse].astype(float)[:, None], tile_class
+        keys.append(inverse.astype(float))
     if not keys:
         return np.zeros((rows, 1)), (np.zeros(1, dtype=np.int64), np.zeros(rows, dtype=np.int64))
     alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
