@@ -43,6 +43,8 @@ def max_batch(capacity, fixed_bytes, context, kv_per_token):
     """
     free = capacity - fixed_bytes
     per_request = context * kv_per_token
+    if np.ndim(per_request) == 0:  # (one request size for every point: the division only where there is a cache)
+        return np.where(free < 0, 0.0, np.floor(free / per_request) if per_request > 0 else np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.floor(free / per_request)
     return np.where(free < 0, 0.0, np.where(per_request > 0, n, np.inf))

@@ -16,11 +16,15 @@ from dse.workload import decode
 def test_max_batch_is_never_negative():
     # 24 GB, 16 GB of weights + 2 GB workspace, 1 GB per 1K-token request: floor(6e9 / 1e9) = 6 requests
     assert capacity.max_batch(24e9, 18e9, 1024, 1e9 / 1024) == 6
+    assert capacity.max_batch(24.5e9, 18e9, 1024, 1e9 / 1024) == 6  # (whole requests: 6.5 -> 6)
     # the weights alone do not fit: 0 requests (not -1), and fits says why
     assert capacity.max_batch(8e9, 18e9, 1024, 1e9 / 1024) == 0
     assert not capacity.fits(18e9, 8e9)
     # no KV cache: any number of requests while the fixed bytes fit, none otherwise
     np.testing.assert_array_equal(capacity.max_batch(np.array([24e9, 8e9]), 18e9, 0, 0.0), [np.inf, 0.0])
+    # the same with a context per point (1K tokens, none, 1K where the weights do not fit): 6, inf, 0
+    np.testing.assert_array_equal(capacity.max_batch(np.array([24e9, 24e9, 8e9]), 18e9, np.array([1024, 0, 1024]),
+                                                     1e9 / 1024), [6.0, np.inf, 0.0])
 
 
 def test_resident_bytes_and_max_batch_are_inverse():
