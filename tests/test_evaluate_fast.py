@@ -119,6 +119,33 @@ def test_large_batch_blocks_match_reference_rows():
     assert_same(sub, ref, "blocks")
 
 
+def test_blocks_of_one_value_are_laid_over_and_other_blocks_kept(monkeypatch):
+    """A result of one value for a whole block (every point the same) comes back once, laid over the points (a view of
+    stride 0), where every block gives that value; a block that gives another value, or a value per point, has its
+    own. The blocks' results here are made up (a wrapper of the block's evaluation), so that blocks differ."""
+    w = workload("gemm")
+    monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 8)  # (8 points a block: 20 points in three blocks)
+    chips = random_points("h100", 20, seed=5)
+    real = ev._evaluate_block
+    seen = []
+
+    def blocks(cols, *args):
+        r, r_ops = real(cols, *args)
+        k = len(seen)
+        seen.append(k)
+        r = dict(r, flops=np.array([1.0 + k]) if k == 2 else np.array([1.0]),  # the last block: another value
+                 quant_error=np.full(r["time_s"].shape, 7.0) if k == 1 else np.array([7.0]),  # one per point
+                 system_chips=np.array([3.0]))  # the same in every block
+        return r, r_ops
+    monkeypatch.setattr(ev, "_evaluate_block", blocks)
+    out = evaluate_workload(chips, w).columns
+    assert len(seen) == 3
+    np.testing.assert_array_equal(out["flops"], [1.0] * 16 + [3.0] * 4)
+    np.testing.assert_array_equal(out["quant_error"], [7.0] * 20)
+    np.testing.assert_array_equal(out["system_chips"], [3.0] * 20)
+    assert out["system_chips"].strides == (0,) and out["flops"].strides == (8,)
+
+
 @pytest.mark.parametrize("wl", ["prefill", "decode"])
 def test_default_tiles_do_not_depend_on_the_clock(wl):
     """Each on-chip level runs on the chip's clock, so the default tiles compare their candidates in cycles

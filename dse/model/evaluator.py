@@ -2013,7 +2013,9 @@ class OperatorBreakdown:
 
 @dataclass(frozen=True)
 class WorkloadMetrics:
-    """The evaluator's answer for one workload: (N,) metric arrays and, when asked, the operators."""
+    """The evaluator's answer for one workload: (N,) metric arrays and, when asked, the operators. A metric of one
+    value at every point (the chips' inputs it reads are the same at every point) is that value laid over the
+    points, a read-only view (stride 0), as the chips' own figures are: copy an array before changing it."""
 
     workload: str
     phase: str
@@ -2057,24 +2059,31 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     op_arrays = None
     if N <= block:
         r, r_ops = _evaluate_block(cols, ops, tiles, info, breakdown)
-        out = {k: (v if v.shape[0] == N else np.full(N, v[0], dtype=v.dtype)) for k, v in r.items()}
+        out = {k: (v if v.shape[0] == N else np.broadcast_to(v, (N,))) for k, v in r.items()}
         if breakdown:
             op_arrays = {k: np.broadcast_to(v, (N, O)) for k, v in r_ops.items()}
     else:  # block by block, each block's results written into the (N,) outputs while still in cache
-        out = None
+        out, once = None, {}  # once: the results of one value so far (every point the same): laid over at the end
         for s in range(0, N, block):
             e = min(N, s + block)
             t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
             r, r_ops = _evaluate_block(cols.rows(s, e), ops, t, info, breakdown)
             if out is None:
-                out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items()}
+                once = {k: v for k, v in r.items() if v.shape[0] == 1}
+                out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items() if k not in once}
                 if breakdown:
                     op_arrays = {k: np.empty((N, O), dtype=np.asarray(v).dtype) for k, v in r_ops.items()}
             for k, v in r.items():
+                if k in once:
+                    if v.shape[0] == 1 and v.tobytes() == once[k].tobytes():
+                        continue
+                    out[k] = np.empty(N, dtype=v.dtype)  # (a block of other values: every point's from here)
+                    out[k][:s] = once.pop(k)
                 out[k][s:e] = v
             if breakdown:
                 for k, v in r_ops.items():
                     op_arrays[k][s:e] = v
+        out.update({k: np.broadcast_to(v, (N,)) for k, v in once.items()})
     # the chip's own arrays (no copy), for a system of several chips their sum
     # capacity adds up under tensor and pipeline parallelism; a partition has its share of the package's
     nsys = chips.get("system.chips", 1.0) / chips.get("system.partitions", 1.0)
