@@ -86,6 +86,7 @@ when the row still fits along the edge, whichever bounding box is smaller.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -453,8 +454,10 @@ class PackageArea:
     hbm_shoreline_stacks: np.ndarray    # the most stacks the usable edges hold
     interposer_area_mm2: np.ndarray     # 0 without HBM
     layout: np.ndarray                  # (N,) str: monolithic, side_by_side or base_dies
-    parts: dict[str, np.ndarray] = field(default_factory=dict)  # per-die area by part
+    parts: Mapping[str, np.ndarray] = field(default_factory=dict)  # per-die area by part
     reticle_fields: np.ndarray | None = None  # fields each die is stitched across (1: an ordinary die)
+    # points alike computed once: (their parts at the first point of each set, (k,) each; each point's set)
+    alike: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self):
         if self.reticle_fields is None:
@@ -573,7 +576,9 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         first, inverse = alike
         with jit.quiet():
             once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
-        r = {name: jit.laid_over(once[k, :first.size], inverse) for k, name in enumerate(PACKAGE_RESULTS)}
+        r = {name: once[k, :first.size] for k, name in enumerate(PACKAGE_RESULTS)}
+        alike = ({k: r[k] for k in PARTS}, inverse)
+        r = {name: (v if name in PARTS else jit.laid_over(v, inverse)) for name, v in r.items()}
     elif n <= _CHUNK_POINTS:
         out = rows(0, n)
         r = {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}
@@ -593,9 +598,51 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         hbm_shoreline_stacks=r["shoreline"],
         interposer_area_mm2=r["interposer"],
         layout=layouts,
-        parts={k: r[k] for k in PARTS},
+        parts=_LaidOver(*alike) if alike is not None else {k: r[k] for k in PARTS},
         reticle_fields=reticle_fields(chips),
+        alike=alike,
     )
+
+
+class _LaidOver(Mapping):
+    """:data:`PARTS` of points alike (:attr:`PackageArea.alike`): each part laid over the points when first read
+    (the evaluator's power model reads sums of parts, summed before they are laid over: :func:`part_sums`)."""
+
+    def __init__(self, once: dict, inverse: np.ndarray):
+        self._once, self._inverse, self._laid = once, inverse, {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._laid:
+            self._laid[name] = jit.laid_over(self._once[name], self._inverse)
+        return self._laid[name]
+
+    def __iter__(self):
+        return iter(self._once)
+
+    def __len__(self) -> int:
+        return len(self._once)
+
+
+#: the parts of a die that leak as logic and as SRAM (dse.model.power.leakage_power), and those the clock tree
+#: drives (the matrix units and the units' other logic: dse.model.power.clock_power)
+LOGIC_PARTS = ("matrix", "unit_logic", "io", "uncore", "memory_phy")
+SRAM_PARTS = ("local", "register_file", "l2", "sram_memory", "msc")
+CLOCKED_PARTS = ("matrix", "unit_logic")
+
+
+def part_sums(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """mm^2 per die of logic, SRAM and clocked logic (:data:`LOGIC_PARTS`, :data:`SRAM_PARTS`,
+    :data:`CLOCKED_PARTS`, each summed in that order) of each point; for points alike, summed once per set and
+    laid over the points."""
+    parts = package.parts if package.alike is None else package.alike[0]
+
+    def total(names):
+        x = parts[names[0]]
+        for name in names[1:]:
+            x = x + parts[name]
+        return x
+    sums = (total(LOGIC_PARTS), total(SRAM_PARTS), total(CLOCKED_PARTS))
+    return sums if package.alike is None else tuple(jit.laid_over(x, package.alike[1]) for x in sums)
 
 
 #: jit.distinct's first points where every point is alike

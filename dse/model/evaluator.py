@@ -746,15 +746,15 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     if package is None:
         package = area_mod.package_area_for(chips)
     # (chips.compact: a figure every point shares is computed with once, then broadcast)
-    n, parts, dies = chips.n, package.parts, chips.compact("dies", 1.0)
-    logic = (parts["matrix"] + parts["unit_logic"] + parts["io"] + parts["uncore"] + parts["memory_phy"]) * dies
-    sram = (parts["local"] + parts["register_file"] + parts["l2"] + parts["sram_memory"] + parts["msc"]) * dies
+    n, dies = chips.n, chips.compact("dies", 1.0)
+    logic, sram, clocked = area_mod.part_sums(package)
+    logic, sram = logic * dies, sram * dies
     leak = pw.leakage_power(logic, sram, chips.compact("tech.leak_logic", 0.0), chips.compact("tech.leak_sram", 0.0))
     static = chips.compact("power.static", np.nan)
     leak = over_points(np.where(np.isnan(static), leak, static), n)
     rated, clock = chips.compact("power.rated_clock", np.nan), chips.compact("clock")
     rated = np.where(np.isnan(rated), clock, rated)
-    clk = pw.clock_power((parts["matrix"] + parts["unit_logic"]) * dies, chips.compact("tech.clock_energy", 0.0), rated)
+    clk = pw.clock_power(clocked * dies, chips.compact("tech.clock_energy", 0.0), rated)
     given = chips.compact("power.clock", np.nan)
     clk = over_points(np.where(np.isnan(given), clk, given), n)
     v_nom = chips.compact("tech.v_nominal", 1.0)
@@ -2169,7 +2169,8 @@ def _package_rows(package, i: int):
     def one(v):
         return v[i:i + 1] if isinstance(v, np.ndarray) and v.ndim == 1 else v
     return dataclasses.replace(package, **{f.name: one(getattr(package, f.name)) for f in dataclasses.fields(package)
-                                           if f.name != "parts"}, parts={k: one(v) for k, v in package.parts.items()})
+                                           if f.name not in ("parts", "alike")},
+                               parts={k: one(v) for k, v in package.parts.items()}, alike=None)
 
 
 def evaluate_arrays(chips: Chips, workload, **options) -> dict[str, np.ndarray]:

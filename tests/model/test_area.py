@@ -441,8 +441,8 @@ def test_vectorized_matches_one_point_at_a_time():
 def test_alike_points_computed_once_match_each_point_alone(base):
     """package_area computes each set of alike inputs once (jit.distinct over the inputs some point changes) and
     lays the results over the points: on 240 points drawn from few values of the units, L2, HBM stacks, dies and
-    memory-side cache (MI355X), the clock and the TDP apart (they do not enter the package), every field equals the
-    package of that point alone, to the bit."""
+    memory-side cache (MI355X), the clock and the TDP apart (they do not enter the package), every field (and the
+    power model's sums of parts, area.part_sums) equals the package of that point alone, to the bit."""
     rng = np.random.default_rng(5)
     n = 240
     over = {"units": rng.choice([32.0, 132.0, 256.0], n), "l2": rng.choice([2.5e7, 1e8], n),
@@ -468,6 +468,10 @@ def test_alike_points_computed_once_match_each_point_alone(base):
                                   equal_nan=True), (i, f)
         for k, v in a.parts.items():
             assert np.array_equal(np.asarray(v)[i:i + 1], np.asarray(one_point.parts[k]), equal_nan=True), (i, k)
+        # the power model's sums of parts (summed once per set of alike points, then laid over): each point's own
+        for x, y in zip(area.part_sums(a), area.part_sums(one_point)):
+            assert np.array_equal(x[i:i + 1], y, equal_nan=True), i
+    assert a.alike is not None and len(a.parts) == len(area.PARTS)
 
 
 def test_matrix_area_is_the_max_over_formats():
