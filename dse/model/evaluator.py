@@ -764,16 +764,20 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     rated = over_points(rated, n)
     tdp = chips.compact("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
-    # the most compute power: the costliest format at the peak rate (format_power)
+    # the most compute power: the costliest format at the peak rate (format_power; a figure of every point as one
+    # number: the kernel's loop then reads only what varies)
     peak = np.zeros(n)
-    per_point = tuple(jit.points(x, n) for x in (
-        chips["dies"], chips["units"], chips["clock"], chips.get("matrix.instruction.m", 16),
-        chips.get("matrix.instruction.n", 16), chips.get("matrix.instruction.k", 16),
-        chips.get("energy.register_file", 0.0), s1))
+
+    def arg(x):
+        x = np.asarray(x, dtype=float)
+        return x.reshape(-1)[0] if x.size == 1 or same_at_every_point(x) else jit.points(x, n)
+    per_point = tuple(arg(x) for x in (chips["dies"], chips["units"], chips["clock"], s1))
+    im, inn, ik, e_reg = (arg(chips.get(k, d)) for k, d in (("matrix.instruction.m", 16), ("matrix.instruction.n", 16),
+                                                          ("matrix.instruction.k", 16), ("energy.register_file", 0.0)))
     for fmt in chips.formats:
         with jit.quiet():
-            _peak_power_kernel(peak, jit.points(chips.get(f"energy.flop.{fmt}", 0.0), n),
-                               jit.points(chips.flops_per_cycle(fmt), n), _value_bytes(fmt), *per_point)
+            e_fmt = format_energy(arg(chips.get(f"energy.flop.{fmt}", 0.0)), im, inn, ik, _value_bytes(fmt), e_reg)
+            _peak_power_kernel(peak, arg(chips.flops_per_cycle(fmt)), arg(e_fmt), *per_point)
     p_mem_max = chips.memory_bandwidth * chips.compact("energy.memory", 0.0)
     fixed1 = pw.fixed_power(leak, clk, law, 1.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
@@ -790,21 +794,26 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
 
 
 @jit.rule
-def format_power(dies, units, fpc, clock, e_flop, im, inn, ik, value_bytes, e_reg, s1):
+def format_energy(e_flop, im, inn, ik, value_bytes, e_reg):
+    """J per FLOP of one format at V_nom: the datapath's and its register-file traffic's (dse.model.hierarchy)."""
+    return e_flop + hierarchy.register_bytes_per_flop(im, inn, ik, value_bytes, tiling.ACCUMULATOR_BYTES) * e_reg
+
+
+@jit.rule
+def format_power(dies, units, fpc, clock, e_fmt, s1):
     """The matrix units' power at one format's peak rate (dies x units x FLOPs/cycle x clock, seed 000 "Dense and
-    sparse peaks"), at the datapath's J/FLOP and its register-file traffic's (dse.model.hierarchy) scaled by the
-    design clock's voltage (``s1``)."""
-    e_fmt = e_flop + hierarchy.register_bytes_per_flop(im, inn, ik, value_bytes, tiling.ACCUMULATOR_BYTES) * e_reg
+    sparse peaks") at its J/FLOP (:func:`format_energy`) scaled by the design clock's voltage (``s1``)."""
     return dies * units * fpc * clock * e_fmt * s1
 
 
 @jit.kernel
-def _peak_power_kernel(peak, e_flop, fpc, value_bytes, dies, units, clock, im, inn, ik, e_reg, s1):
+def _peak_power_kernel(peak, fpc, e_fmt, dies, units, clock, s1):
     """``peak`` (per point) raised in place to one format's :func:`format_power` where that is higher (a NaN wins,
-    as numpy's maximum); called once per format, ``peak`` starting at 0."""
+    as numpy's maximum); called once per format, ``peak`` starting at 0. Each input an array of the points or one
+    number for every point (jit.of_op)."""
     for i in range(peak.size):
-        peak[i] = jit.maximum(peak[i], format_power(dies[i], units[i], fpc[i], clock[i], e_flop[i], im[i], inn[i],
-                                                    ik[i], value_bytes, e_reg[i], s1[i]))
+        peak[i] = jit.maximum(peak[i], format_power(jit.of_op(dies, i), jit.of_op(units, i), jit.of_op(fpc, i),
+                                                    jit.of_op(clock, i), jit.of_op(e_fmt, i), jit.of_op(s1, i)))
 
 
 def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:

@@ -265,26 +265,35 @@ def test_per_operator_values_and_count():
 def test_peak_power_kernel_is_the_largest_format_power():
     """The TDP estimate's compute power: per point the largest of format_power over the chip's formats (0 at the
     least; the kernel raises it in place, one call per format), to the bit what numpy gives applying the rule
-    format by format with np.maximum (NaN included)."""
+    format by format with np.maximum (NaN included); the same with the inputs every point shares given as one
+    number (the kernel then compiles with them in registers)."""
     rng = np.random.default_rng(RNG_SEED + 13)
     n, n_fmt = 500, 4
     e_flop = rng.choice([0.0, 0.3e-12, 1e-12, np.nan], (n_fmt, n))
     fpc = rng.choice([0.0, 512.0, 1024.0, 4096.0], (n_fmt, n))
     value_bytes = np.array([0.5, 1.0, 2.0, 4.0])
+    im, inn, ik = rng.choice([8.0, 16.0, 64.0], n), rng.choice([8.0, 16.0, 256.0], n), rng.choice([8.0, 16.0], n)
+    e_reg = rng.choice([0.0, 1e-13], n)
     per_point = [rng.choice([1.0, 2.0], n), rng.integers(1, 200, n) * 1.0, rng.uniform(1e9, 2e9, n),
-                 rng.choice([8.0, 16.0, 64.0], n), rng.choice([8.0, 16.0, 256.0], n), rng.choice([8.0, 16.0], n),
-                 rng.choice([0.0, 1e-13], n), rng.uniform(0.5, 1.2, n)]
+                 rng.uniform(0.5, 1.2, n)]
+    dies, units, clock, s1 = per_point
+    e_fmt = [ev.format_energy(e_flop[f], im, inn, ik, value_bytes[f], e_reg) for f in range(n_fmt)]
     want = np.zeros(n)
-    dies, units, clock, im, inn, ik, e_reg, s1 = per_point
     for f in range(n_fmt):
-        want = np.maximum(want, ev.format_power(dies, units, fpc[f], clock, e_flop[f], im, inn, ik, value_bytes[f],
-                                                e_reg, s1))
+        want = np.maximum(want, ev.format_power(dies, units, fpc[f], clock, e_fmt[f], s1))
     got = np.zeros(n)
     for f in range(n_fmt):
-        ev._peak_power_kernel(got, jit.points(e_flop[f], n), jit.points(fpc[f], n), value_bytes[f],
+        ev._peak_power_kernel(got, jit.points(fpc[f], n), jit.points(e_fmt[f], n),
                               *(jit.points(x, n) for x in per_point))
     _same_bits(got, want)
     assert np.isnan(got).any() and (got > 0).any()
+    # one die and one FLOP rate and J/FLOP per format at every point, as numbers
+    want, got = np.zeros(n), np.zeros(n)
+    for f in range(n_fmt):
+        want = np.maximum(want, ev.format_power(2.0, units, fpc[f, 0], clock, e_fmt[f][0], s1))
+        ev._peak_power_kernel(got, fpc[f, 0], e_fmt[f][0], 2.0, jit.points(units, n), jit.points(clock, n),
+                              jit.points(s1, n))
+    _same_bits(got, want)
 
 
 def test_package_area_in_chunks_is_the_same(monkeypatch):
