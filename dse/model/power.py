@@ -275,21 +275,21 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
             n_hot += over
     if n_hot == 0:
         return r_out, s_out
-    at = np.empty(n_hot, dtype=np.int64)
-    vals = np.empty((14, n_hot))
+    at = np.empty(n_hot + 1, dtype=np.int64)
     z = 0
-    for x in range(rows * n_ops):
-        if hot[x]:
-            at[z] = x
-            p, o = x // n_ops, x % n_ops
-            vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(e_comp, p), o)
-            vals[2, z], vals[3, z] = _of(_row(e_mem, p), o), _of(_row(t_busy, p), o)
-            vals[4, z], vals[5, z] = _of(_row(t_clocked, p), o), _of(_row(t_memory, p), o)
-            vals[6, z], vals[7, z] = _of(_row(leak, p), o), _of(_row(clock, p), o)
-            vals[8, z], vals[9, z] = _of(_row(d, p), o), _of(_row(v_min, p), o)
-            vals[10, z], vals[11, z] = _of(_row(v_nom, p), o), _of(_row(v_th, p), o)
-            vals[12, z], vals[13, z] = _of(_row(v1, p), o), _of(_row(scaling, p), o)
-            z += 1
+    for x in range(rows * n_ops):  # (the entries over, without a branch: each written, kept where it is over)
+        at[z] = x
+        z += hot[x]
+    vals = np.empty((14, n_hot))
+    for z in range(n_hot):
+        p, o = at[z] // n_ops, at[z] % n_ops
+        vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(e_comp, p), o)
+        vals[2, z], vals[3, z] = _of(_row(e_mem, p), o), _of(_row(t_busy, p), o)
+        vals[4, z], vals[5, z] = _of(_row(t_clocked, p), o), _of(_row(t_memory, p), o)
+        vals[6, z], vals[7, z] = _of(_row(leak, p), o), _of(_row(clock, p), o)
+        vals[8, z], vals[9, z] = _of(_row(d, p), o), _of(_row(v_min, p), o)
+        vals[10, z], vals[11, z] = _of(_row(v_nom, p), o), _of(_row(v_th, p), o)
+        vals[12, z], vals[13, z] = _of(_row(v1, p), o), _of(_row(scaling, p), o)
     t, ec, em, tb, tc, tm, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4],
                                                                    vals[5], vals[6], vals[7], vals[8], vals[9],
                                                                    vals[10], vals[11], vals[12], vals[13])
@@ -301,16 +301,17 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                                      vth[z], vv1[z], sc[z]) <= t[z]
             lo[z] = mid if ok else lo[z]
             hi[z] = hi[z] if ok else mid
-    r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
-    for z in range(n_hot):
+    for z in range(n_hot):  # (the results in place of lo and hi, then laid out: a loop without scattered stores)
         p_floor = operator_power_core(floor, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z],
                                       vnom[z], vth[z], vv1[z], sc[z])
         fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor,
                                        clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z]), vnom[z])
         over = p_floor > t[z]
         st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
-        r_flat[at[z]] = jit.where(over, floor, lo[z])
-        s_flat[at[z]] = jit.where(over, jit.maximum(st, 1.0), 1.0)
+        lo[z], hi[z] = jit.where(over, floor, lo[z]), jit.where(over, jit.maximum(st, 1.0), 1.0)
+    r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
+    for z in range(n_hot):
+        r_flat[at[z]], s_flat[at[z]] = lo[z], hi[z]
     return r_out, s_out
 
 
