@@ -569,7 +569,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     # power or the memory leaves the package as it is) computed once, their results laid over the points
     vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
             if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))]
-    alike = None
+    alike, sets = None, None
     if n > 1:
         alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
     if alike is not None:  # (at least half the points repeat)
@@ -577,7 +577,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         with jit.quiet():
             once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
         r = {name: once[k, :first.size] for k, name in enumerate(PACKAGE_RESULTS)}
-        alike = ({k: r[k] for k in PARTS}, inverse)
+        sets = ({k: r[k] for k in PARTS}, inverse)  # (the parts laid over the points where read: _LaidOver)
         r = {name: (v if name in PARTS else jit.laid_over(v, inverse)) for name, v in r.items()}
     elif n <= _CHUNK_POINTS:
         out = rows(0, n)
@@ -598,9 +598,9 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         hbm_shoreline_stacks=r["shoreline"],
         interposer_area_mm2=r["interposer"],
         layout=layouts,
-        parts=_LaidOver(*alike) if alike is not None else {k: r[k] for k in PARTS},
+        parts=_LaidOver(*sets) if sets is not None else {k: r[k] for k in PARTS},
         reticle_fields=reticle_fields(chips),
-        alike=alike,
+        alike=sets,
     )
 
 
