@@ -932,6 +932,18 @@ def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy,
     return out
 
 
+@jit.kernel
+def _group_power_kernel(peak, e_comp, e_mem, t_op, p_fixed, c0, c1, c2):
+    """``peak`` (per point) raised in place to the highest power of the fused attention block in columns c0, c1, c2
+    of (points, operators) arrays: its three operators draw their compute and memory energies together over the
+    block's time, each at its own fixed power (a NaN wins, as numpy's maximum)."""
+    for p in range(peak.size):
+        e = ((e_comp[p, c0] + e_mem[p, c0]) + (e_comp[p, c1] + e_mem[p, c1])) + (e_comp[p, c2] + e_mem[p, c2])
+        a = pw.average_power_core(e, (t_op[p, c0] + t_op[p, c1]) + t_op[p, c2])
+        g = jit.maximum(jit.maximum(a + p_fixed[p, c0], a + p_fixed[p, c1]), a + p_fixed[p, c2])
+        peak[p] = jit.maximum(peak[p], g)
+
+
 def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clocked_parts, busy1, clocked1, t_memory,
                      waves, tdp, leak, clk, law):
     """The sustained clock of each fused attention block (QK, softmax, PV), whose operators run at once
@@ -1859,13 +1871,12 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
     # three operators draw theirs together, over the block's time)
     peak_power = point["power_max"]  # (the operators outside the fused blocks)
-    for cols in ops.attn_groups:
-        cols = list(cols)
-        e_g = (np.broadcast_to(E_compute_op, t_op.shape)[:, cols] + np.broadcast_to(E_mem_op, t_op.shape)[:, cols]
-               ).sum(axis=1, keepdims=True)
-        p_g = pw.average_power(e_g, t_op[:, cols].sum(axis=1, keepdims=True)) + \
-            np.broadcast_to(p_fixed_op, t_op.shape)[:, cols]
-        peak_power = np.maximum(peak_power, p_g.max(axis=1))
+    if ops.attn_groups:
+        peak_power = np.array(peak_power)
+        group_in = tuple(_full(x, t_op.shape) for x in (E_compute_op, E_mem_op, t_op, p_fixed_op))
+        for cols in ops.attn_groups:
+            with jit.quiet():
+                _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
     out["peak_power_w"] = peak_power
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5

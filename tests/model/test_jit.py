@@ -296,6 +296,29 @@ def test_peak_power_kernel_is_the_largest_format_power():
     _same_bits(got, want)
 
 
+def test_group_power_kernel_is_the_fused_blocks_power():
+    """The highest power of a fused attention block (its three operators' energies over their summed time, at each
+    one's fixed power), raised into the other operators' highest: to the bit what numpy gives on the block's
+    columns (sums along them, np.maximum), with no time (0 W), NaN energies and a NaN starting value among them."""
+    rng = np.random.default_rng(RNG_SEED + 14)
+    rows, n_ops, cols = 400, 16, (7, 8, 9)
+    e_comp, e_mem = (rng.uniform(0.0, 1e-3, (rows, n_ops)) * 10 ** rng.uniform(-3, 3, (rows, n_ops)) for _ in range(2))
+    t_op = rng.choice([0.0, 1e-6, 3e-5, 2e-3], (rows, n_ops))
+    p_fixed = rng.uniform(50.0, 300.0, (rows, n_ops))
+    e_comp[rng.random((rows, n_ops)) < 0.02] = np.nan
+    start = rng.uniform(100.0, 900.0, rows)
+    start[::37] = np.nan
+    c = list(cols)
+    with np.errstate(all="ignore"):
+        p_g = power.average_power((e_comp[:, c] + e_mem[:, c]).sum(axis=1, keepdims=True),
+                                  t_op[:, c].sum(axis=1, keepdims=True)) + p_fixed[:, c]
+    want = np.maximum(start, p_g.max(axis=1))
+    got = start.copy()
+    ev._group_power_kernel(got, e_comp, e_mem, t_op, p_fixed, *cols)
+    _same_bits(got, want)
+    assert np.isnan(got).any() and (got > start).any() and (got == start).any()
+
+
 def test_package_area_in_chunks_is_the_same(monkeypatch):
     """Past _CHUNK_POINTS points package_area runs its kernel chunk by chunk and joins the rows: the same arrays,
     to the bit, as one call (chunks of 7 points here, 50 random variants of two base chips)."""
