@@ -936,10 +936,12 @@ def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy,
 def _group_power_kernel(peak, e_comp, e_mem, t_op, p_fixed, c0, c1, c2):
     """``peak`` (per point) raised in place to the highest power of the fused attention block in columns c0, c1, c2
     of (points, operators) arrays: its three operators draw their compute and memory energies together over the
-    block's time, each at its own fixed power (a NaN wins, as numpy's maximum)."""
+    block's time (the three operators' sums, as :func:`_attention_clock_kernel` takes them), each at its own fixed
+    power (a NaN wins, as numpy's maximum)."""
     for p in range(peak.size):
-        e = ((e_comp[p, c0] + e_mem[p, c0]) + (e_comp[p, c1] + e_mem[p, c1])) + (e_comp[p, c2] + e_mem[p, c2])
-        a = pw.average_power_core(e, (t_op[p, c0] + t_op[p, c1]) + t_op[p, c2])
+        e = pipeline.shared_core(e_comp[p, c0] + e_mem[p, c0], e_comp[p, c1] + e_mem[p, c1],
+                                 e_comp[p, c2] + e_mem[p, c2])
+        a = pw.average_power_core(e, pipeline.shared_core(t_op[p, c0], t_op[p, c1], t_op[p, c2]))
         g = jit.maximum(jit.maximum(a + p_fixed[p, c0], a + p_fixed[p, c1]), a + p_fixed[p, c2])
         peak[p] = jit.maximum(peak[p], g)
 
