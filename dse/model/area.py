@@ -95,6 +95,7 @@ from dse import technology
 from dse.errors import SpecError, unknown_name
 from dse.hardware.chips import over_points, same_at_every_point
 from dse.model import jit, links
+from dse.model.args import nan_to_num
 
 __all__ = [
     "DEFAULT_SPARE_FRACTION",
@@ -284,7 +285,7 @@ def matrix_equivalent(chips, tech=None) -> np.ndarray:
     for fmt in sorted(set(chips.formats) | physical):
         rate = chips.compact(f"matrix.flops_per_cycle.{fmt}", 0.0) if fmt in chips.formats else np.zeros(1)
         if fmt in physical:  # the datapath as built, where the product enables less (GeForce FP32 accumulate)
-            rate = np.fmax(rate, np.nan_to_num(chips.compact(prefix + fmt, 0.0)))
+            rate = np.fmax(rate, nan_to_num(chips.compact(prefix + fmt, 0.0)))
         out = np.maximum(out, np.where(rate > vector, rate * fa[technology.format_class(fmt)], 0.0))
     return over_points(out, len(chips))
 
@@ -296,13 +297,13 @@ COEFFICIENTS = ("matrix_tensor_core", "matrix_systolic", "vector_lane", "unit_co
 
 def _link_rate(chips, link: str) -> np.ndarray:
     """Bytes/s one way of a chip's ``link`` in all: lanes x lane rate is one link per peer, a bandwidth the total."""
-    rate = np.nan_to_num(chips.compact(f"links.{link}.rate", 0.0))
+    rate = nan_to_num(chips.compact(f"links.{link}.rate", 0.0))
     if link == "scale_up":  # a mesh or torus drives one link per peer, a ring two, a switch port one
         topology = chips.arrays.get("links.scale_up.topology")
         topology = links.topology_code(None if topology is None else chips.compact("links.scale_up.topology"),
                                        chips.compact("links.scale_up.lanes", np.nan),
                                        chips.compact("links.scale_up.bandwidth", np.nan))
-        rate = rate * links.links_per_chip(topology, np.nan_to_num(chips.compact("links.scale_up.peers", 1.0),
+        rate = rate * links.links_per_chip(topology, nan_to_num(chips.compact("links.scale_up.peers", 1.0),
                                                                    nan=1.0))
     return over_points(rate, len(chips))
 

@@ -93,6 +93,7 @@ from dse.hardware import Chips
 from dse.hardware.chips import over_points, same_at_every_point
 from dse.model import (area as area_mod, capacity as cap_rules, experts, hierarchy, jit, links, pipeline,
                        power as pw, tiling)
+from dse.model.args import nan_to_num
 from dse.model.power import MIN_CLOCK_RATIO
 from dse.model.tiling import ceil_div_core, pad_core as _pad
 from dse.precision import get_format, quant_error
@@ -826,7 +827,7 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
         else:
             a = chips[key] if default is None else chips.compact(key, default)
         a = np.asarray(a, dtype=float)
-        cols[name] = _column(np.nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
+        cols[name] = _column(nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
     for name, a in power_inputs(chips, package).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
@@ -1011,10 +1012,13 @@ def _own(x, shape) -> np.ndarray:
     return np.array(np.broadcast_to(x, shape), dtype=float)
 
 
-def _sum(x, cnt):
+def _sum(x, cnt, shape=None):
     """sum over operators of x x count: (rows, O) -> (rows,), in one pass (:func:`_sums_kernel`; within rounding of
     the sum of the products). Each row is summed by the same loop over its C-contiguous values whatever the number
-    of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once."""
+    of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once.
+    ``shape``: (points, operators) to broadcast ``x`` to first (where it is not that shape already)."""
+    if shape is not None and (type(x) is not np.ndarray or x.shape != shape):
+        x = np.broadcast_to(x, shape)
     if type(x) is not np.ndarray or x.dtype != np.float64:
         x = np.asarray(x, dtype=float)
     if x.ndim < 2:
@@ -1482,20 +1486,29 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
 def _full(x, shape) -> np.ndarray:
     """``x`` as a C-ordered float (points, operators) array of ``shape`` (a copy only where it broadcasts),
     read-only as :func:`dse.model.jit.points` gives them."""
-    x = np.asarray(x, dtype=float)
+    if type(x) is not np.ndarray or x.dtype is not jit.FLOAT:
+        x = np.asarray(x, dtype=float)
     if not (x.shape == shape and x.flags.c_contiguous):
         if x.size == 1:  # (one value, or one row of operators, over the points: shared, jit.filled)
             return jit.filled(x.reshape(-1)[0], shape)
         if x.size == shape[1] and x.ndim <= 2 and x.shape[-1] == shape[1]:
             return jit.filled(x.reshape(-1), shape)
         x = np.ascontiguousarray(np.broadcast_to(x, shape))
-    x = x.view()
-    x.flags.writeable = False
+    if x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
     return x
 
 
 def _per_point(x, rows: int) -> np.ndarray:
     """A per-point column ((points, 1) or (1, 1)) as a float (points,) array."""
+    if type(x) is np.ndarray and x.dtype is jit.FLOAT and x.size == rows and x.flags.c_contiguous:
+        if x.ndim and x.shape[-1] != 1:
+            raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
+        x = x.reshape(rows)
+        if x.flags.writeable:
+            x.flags.writeable = False  # (reshape made a view: the caller's array stays writeable)
+        return x
     x = np.asarray(x, dtype=float)
     if x.ndim and x.shape[-1] != 1:
         raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
@@ -1515,13 +1528,20 @@ def _block_shape(arrays: tuple, per_op: tuple) -> tuple[int, int]:
     for x in arrays:
         s = x.shape if type(x) is np.ndarray else np.shape(x)
         if len(s) == 2:
-            rows, cols = max(rows, s[0]), max(cols, s[1])
+            r, c = s
+            if r > rows:
+                rows = r
+            if c > cols:
+                cols = c
         elif len(s) == 1:
-            cols = max(cols, s[0])
+            if s[0] > cols:
+                cols = s[0]
         elif len(s) > 2:
             raise ValueError(f"a block's array has up to 2 dimensions, got shape {s}")
     for x in per_op:
-        cols = max(cols, np.size(x))
+        c = x.size if type(x) is np.ndarray else np.size(x)
+        if c > cols:
+            cols = c
     return rows, cols
 
 
@@ -1789,7 +1809,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
     # the step overhead follows the work (seed 004 §4.8.1)
     time_s = pipeline.stages_core(steps, step_oh)
-    d2d_tot = _sum(np.broadcast_to(d2d_bytes, t_op.shape), cnt)
+    d2d_tot = _sum(d2d_bytes, cnt, t_op.shape)
     E_mem = _sum(E_mem_op, cnt) + (link_bytes + d2d_tot) * c.e_link[:, 0]
     # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links, and a
     # pipeline's idle stages: each of its chips runs 1 / p of the operators)
@@ -1830,7 +1850,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "allreduce_algorithm": ar_algo.astype(float),
         "t_alltoall_s": t_a2a,
         "pipeline_bubble": bubble,
-        "t_die_link_s": _sum(np.broadcast_to(t_d2d, t_op.shape), cnt),
+        "t_die_link_s": _sum(t_d2d, cnt, t_op.shape),
         "die_link_bytes": d2d_tot,
         "die_placement_centralized": (np.where(np.broadcast_to(central, t_op.shape) > 0, t_op * cnt, 0.0).sum(axis=1)
                                       / np.maximum(device, 1e-300) if np.any(central) else np.zeros(time_s.shape)),
@@ -1841,16 +1861,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "time_memory_bound_s": t_bound[2],
         "time_l2_bound_s": t_bound[3],
         "time_local_bound_s": t_bound[4],
-        "t_l2_s": _sum(np.broadcast_to(t_l2, t_op.shape), cnt),
-        "t_local_s": _sum(np.broadcast_to(t_local, t_op.shape), cnt),
-        "bytes_l2": _sum(np.broadcast_to(l2_bytes, t_op.shape), cnt),
-        "bytes_local": _sum(np.broadcast_to(local_bytes, t_op.shape), cnt),
-        "bytes_register": _sum(np.broadcast_to(reg_bytes, t_op.shape), cnt),
+        "t_l2_s": _sum(t_l2, cnt, t_op.shape),
+        "t_local_s": _sum(t_local, cnt, t_op.shape),
+        "bytes_l2": _sum(l2_bytes, cnt, t_op.shape),
+        "bytes_local": _sum(local_bytes, cnt, t_op.shape),
+        "bytes_register": _sum(reg_bytes, cnt, t_op.shape),
         "flops": np.array([flops]),
         "padded_flops": tot_padded[:, 0],
         "bytes_memory": bytes_mem_tot,
-        "bytes_msc": _sum(np.broadcast_to(bytes_msc, t_op.shape), cnt),
-        "energy_msc_j": _sum(np.broadcast_to(bytes_msc * c.e_msc, t_op.shape), cnt),
+        "bytes_msc": _sum(bytes_msc, cnt, t_op.shape),
+        "energy_msc_j": _sum(bytes_msc * c.e_msc, cnt, t_op.shape),
         "bytes_requested": _sum(bytes_req, cnt),
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,

@@ -314,14 +314,22 @@ def is_array(t) -> bool:
     return isinstance(t, types.Array)
 
 
+#: the float dtype kernels take (``x.dtype is FLOAT``: a quick check; numpy's float arrays share this instance, and
+#: an equal dtype that is another instance takes the slower path)
+FLOAT = np.dtype(float)
+
+
 def points(x, n: int) -> np.ndarray:
     """``x`` (a number, or an array of 1 or ``n`` values) as a kernel's argument: a C-ordered float array of ``n``
     values, a view where ``x`` is one (no copy), else filled; always read-only (numba compiles a read-only
     array apart from a writable one: one signature per kernel). (np.broadcast_to costs ~1.5 us a call.)"""
-    a = np.asarray(x, dtype=float)
+    a = x if type(x) is np.ndarray and x.dtype is FLOAT else np.asarray(x, dtype=float)
     if a.size == n and a.flags.c_contiguous:
-        a = a.reshape(n)
-    elif a.size == 1 or (a.ndim == 1 and a.size == n and a.strides[0] == 0):  # (one value over them: shared)
+        a = a.reshape(n)  # (a view: the caller's array keeps its flags)
+        if a.flags.writeable:
+            a.flags.writeable = False
+        return a
+    if a.size == 1 or (a.ndim == 1 and a.size == n and a.strides[0] == 0):  # (one value over them: shared)
         return filled(a.reshape(-1)[0], n)
     else:
         a = np.ascontiguousarray(np.broadcast_to(a.reshape(-1), (n,)))

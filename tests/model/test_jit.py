@@ -147,6 +147,28 @@ def test_points_are_read_only_views_or_filled():
     assert jit.points(over, 6) is jit.filled(-0.0, 6) and np.signbit(jit.points(over, 6)).all()
     with pytest.raises(ValueError):
         jit.points(np.broadcast_to(np.array(1.0), (3,)), 5)
+    # a read-only array is passed as it is; integers and bools become floats (numba: one signature per kernel)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    assert np.shares_memory(jit.points(ro, 4), ro) and not jit.points(ro, 4).flags.writeable
+    for other in (np.arange(4), np.array([True, False, True, True])):
+        got = jit.points(other, 4)
+        assert got.dtype == np.float64 and got.tolist() == other.astype(float).tolist() and not got.flags.writeable
+        assert other.flags.writeable
+
+
+def test_nan_to_num_gives_numpys_values_and_skips_the_copy_where_all_are_finite():
+    """dse.model.args.nan_to_num: numpy's np.nan_to_num values (NaN -> the given number, +-inf -> the largest finite
+    float, -0.0 kept), the array itself where every value is finite."""
+    from dse.model.args import nan_to_num
+    x = np.array([1.0, np.nan, np.inf, -np.inf, -0.0])
+    for nan in (0.0, 1.0):
+        _same_bits(nan_to_num(x, nan=nan), np.nan_to_num(x, nan=nan))
+    assert np.isnan(x[1])  # (the input unchanged)
+    _same_bits(nan_to_num(np.array([np.inf, 1.0])), [np.finfo(float).max, 1.0])  # (infinities without a NaN too)
+    finite = np.array([2.0, -0.0, 3.5])
+    assert nan_to_num(finite) is finite
+    assert nan_to_num(3).tolist() == 3.0 and nan_to_num(np.array([np.nan])).tolist() == [0.0]
 
 
 def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
