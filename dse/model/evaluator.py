@@ -790,9 +790,9 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
     # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
     # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
-    out = {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v_min": law.v_min + 0.0 * leak,
-           "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp, "tdp_limit": limit,
-           "tdp_est": estimated, "fixed1": fixed1, "most": most}
+    out = {"leak": leak, "clk": clk, "rated": rated, "d": law.d, "v1": law.v1 + 0.0 * leak,
+           "v_min": law.v_min + 0.0 * leak, "v_nom": v_nom + 0.0 * leak, "v_th": law.v_th + 0.0 * leak, "tdp": tdp,
+           "tdp_limit": limit, "tdp_est": estimated, "fixed1": fixed1, "most": most}
     return {k: over_points(v, n) for k, v in out.items()}
 
 
@@ -1689,7 +1689,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     e_mem = c.e_mem
     cnt = ops.count
     v_nom = c.v_nom
-    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5)
+    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5, c.v1)  # (V1: power_inputs')
     s1 = pw.dynamic_energy_scale(law.v1, v_nom)
     # (at the design clock's voltage: compute_energy)
     reg_bytes, l2_bytes, E_compute_op = _block_kernel(
@@ -1713,7 +1713,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # and clock alone exceed its TDP cannot run (infinite time).
     tdp = c.tdp_limit
     leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)  # (reported apart: static_power_w, clock_power_w)
-    fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
+    if (c.nsys == 1).all() and (c.npart == 1).all():  # (power_inputs' own: the same rule of the same numbers)
+        fixed1 = c.fixed1
+    else:  # (a system's or a partition's leakage and clock power: scaled columns)
+        fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
     clk1 = fixed1 - leak1
     tot_padded = _sum(padded_flops, cnt)[:, None]
     peak_main = _sum(rate * padded_flops, cnt)[:, None] / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate

@@ -95,10 +95,11 @@ class ClockLaw:
     :meth:`ratio_for_power` is its inverse: the clock ratio at which dynamic power is x of the design's.
     """
 
-    def __init__(self, design_ratio, v_min, v_nominal, v_threshold, scaling=True):
+    def __init__(self, design_ratio, v_min, v_nominal, v_threshold, scaling=True, v1=None):
         self.d, self.v_min, self.v_nom, self.v_th = design_ratio, v_min, v_nominal, v_threshold
         self.scaling = scaling
-        self.v1 = voltage_at(design_ratio, v_min, v_nominal, v_threshold)
+        # (``v1``: the design clock's voltage, voltage_at of these, where the caller has it)
+        self.v1 = voltage_at(design_ratio, v_min, v_nominal, v_threshold) if v1 is None else v1
         self._scales = bool(np.all(scaling))  # every point scales its voltage (voltage() needs no select)
 
     def take(self, shape, mask) -> "ClockLaw":

@@ -113,6 +113,24 @@ def test_clock_costs_energy():
     assert fast["voltage_v"][0] > slow["voltage_v"][0]
 
 
+def test_leakage_follows_the_design_clocks_voltage():
+    """Leakage at the design clock is the node's at V_nom x (V / V_nom)^2, V = max(V_min, V_th + (V_nom - V_th)
+    f / f_rated) (dse.model.power: the alpha-power law at alpha = 1, leakage ~ V^2), computed here from the H100's
+    catalog figures (V_nom 0.95, V_min 0.7, V_th 0.3, rated 1.83 GHz): at the rated clock the chip's leakage at
+    V_nom, at 1.5 GHz (V = 0.8328 V) that x (0.8328 / 0.95)^2, and at 0.9 GHz (below V_min's clock) its idle
+    leakage at V_min."""
+    chips = Chips.from_specs([H100])
+    v_nom, v_min, v_th = (float(chips.get(k)[0]) for k in ("tech.v_nominal", "tech.v_min", "tech.v_threshold"))
+    rated = float(chips.get("power.rated_clock")[0])
+    at = {f: _one(H100, gemm(4096, 4096, 4096), clock=f, tdp=np.inf) for f in (rated, 1.5e9, 0.9e9)}
+    leak_nom = at[rated]["static_power_w"][0]
+    for f, m in at.items():
+        v = max(v_min, v_th + (v_nom - v_th) * f / rated)
+        assert m["static_power_w"][0] == pytest.approx(leak_nom * (v / v_nom) ** 2, rel=1e-12), f
+        assert m["voltage_v"][0] == pytest.approx(v, rel=1e-12), f
+    assert at[0.9e9]["static_power_w"][0] == pytest.approx(at[0.9e9]["idle_power_w"][0], rel=1e-12)
+
+
 def test_energy_optimal_clock_is_interior():
     """Leakage x time falls with the clock, switching energy rises with V^2: the minimum is inside the range."""
     clocks = np.linspace(0.4e9, 2.4e9, 41)
