@@ -1015,8 +1015,10 @@ def _own(x, shape) -> np.ndarray:
 def _sum(x, cnt, shape=None):
     """sum over operators of x x count: (rows, O) -> (rows,), in one pass (:func:`_sums_kernel`; within rounding of
     the sum of the products). Each row is summed by the same loop over its C-contiguous values whatever the number
-    of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once.
-    ``shape``: (points, operators) to broadcast ``x`` to first (where it is not that shape already)."""
+    of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once, and
+    comes back as one value, (1,) (the block's results of one value at every point are laid over the points at
+    the end, evaluate_workload). ``shape``: (points, operators) to broadcast ``x`` to first (where it is not that
+    shape already)."""
     if shape is not None and (type(x) is not np.ndarray or x.shape != shape):
         x = np.broadcast_to(x, shape)
     if type(x) is not np.ndarray or x.dtype != np.float64:
@@ -1026,7 +1028,7 @@ def _sum(x, cnt, shape=None):
     if x.shape[1] != cnt.size:
         x = np.broadcast_to(x, (x.shape[0], cnt.size))
     if x.shape[0] > 1 and x.strides[0] == 0:
-        return np.full(x.shape[0], _sum(x[:1], cnt)[0])
+        return _sum(x[:1], cnt)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     return _sums_kernel(x.reshape(-1), cnt)  # (numba's arithmetic raises no numpy warnings: no jit.quiet)

@@ -736,8 +736,8 @@ def test_operator_sums_on_the_vector_lanes(n_ops):
     """The block's sums over operators (dse.model.evaluator._sum, a jit.sums_kernel whose additions LLVM may
     reorder): within 1e-15 of numpy's sum of x x count (math.fsum, exact, as the reference), NaN and infinities
     passed on as numpy passes them; each row summed alike whatever the rows around it (any row alone, or the rows
-    reversed, gives its number to the bit); a row broadcast over the points summed once; (rows, 1) values count
-    once per operator."""
+    reversed, gives its number to the bit); a row broadcast over the points summed once (one value: (1,)); (rows,
+    1) values count once per operator."""
     import math
     rng = np.random.default_rng(RNG_SEED + 29)
     rows = 333
@@ -759,7 +759,7 @@ def test_operator_sums_on_the_vector_lanes(n_ops):
     finite = ~np.isnan(want)
     assert (ev._sum(special, cnt)[finite & ~np.isfinite(want)] == want[finite & ~np.isfinite(want)]).all()
     row = np.broadcast_to(x[:1], (rows, n_ops))
-    _same_bits(ev._sum(row, cnt), np.full(rows, got[0]))
+    _same_bits(ev._sum(row, cnt), got[:1])  # (one value, laid over the points with the block's others)
     col = x[:, :1]
     np.testing.assert_allclose(ev._sum(col, cnt), col[:, 0] * cnt.sum(), rtol=1e-15)
 
