@@ -284,6 +284,17 @@ def test_split_k_stops_where_partial_sums_leave_the_l2():
     assert df.t_matrix_s[1] < df.t_matrix_s[0] / 10
 
 
+def test_split_k_partial_sums_live_in_an_sram_only_chips_memory():
+    """An SRAM-only chip (groq-tsp: memory.kind sram, 230 MB, no L2) keeps split-K partial sums in its SRAM. With
+    100 units, a 256 x 4096 x 4096 GEMM has 16 output tiles of 256 x 256 for 100 units, so the default tiles split
+    K; the partial sums, 256 x 4096 x 4 B = 4 MB a split, fit the SRAM, where an L2 of 0 B would hold none."""
+    chips = Chips.from_base(load_chip("groq-tsp"), 1, {"units": [100.0]})
+    assert chips.get("l2", 0.0)[0] == 0 and chips.get("memory.kind")[0] == 2.0
+    df = evaluate(chips, gemm_wl(256, 4096, 4096), breakdown=True)
+    split = df.attrs["operators"].split.to_numpy()[0]
+    assert split > 1 and 256 * 4096 * 4.0 * split <= float(chips.memory_capacity[0])
+
+
 def test_given_tiles_equal_the_default_ones(decode_8k):
     chips = Chips.from_base(load_chip("h100"), 3, {"units": [32, 132, 264]})
     tiles = default_tiles(chips, op_table(decode_8k))

@@ -651,8 +651,10 @@ def _tile_levels(c: "ChipColumns", fpc) -> tuple:
 def _psum_capacity(chips: Chips) -> np.ndarray:
     """Where split-K partial sums can live on chip: L2, or the SRAM main memory of an SRAM-only chip."""
     l2 = chips.compact("l2", 0.0) * chips.compact("dies")
-    return over_points(np.where(chips.compact("memory.kind", 0.0) == 2,
-                                np.maximum(l2, chips.compact("memory.capacity", 0.0)), l2), chips.n)
+    sram = chips.compact("memory.kind", 0.0) == 2
+    if not sram.any():  # (no SRAM-only chip among the points: the L2)
+        return over_points(l2, chips.n)
+    return over_points(np.where(sram, np.maximum(l2, chips.compact("memory.capacity", 0.0)), l2), chips.n)
 
 
 # chip inputs the model reads: (name in the block, dotted chip key or a derived name, default)
@@ -782,7 +784,7 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
             e_fmt = format_energy(arg(chips.get(f"energy.flop.{fmt}", 0.0)), im, inn, ik, _value_bytes(fmt), e_reg)
             _peak_power_kernel(peak, arg(chips.flops_per_cycle(fmt)), arg(e_fmt), *per_point)
     p_mem_max = chips.memory_bandwidth * chips.compact("energy.memory", 0.0)
-    fixed1 = pw.fixed_power(leak, clk, law, 1.0)
+    fixed1 = pw.fixed_power(leak, clk, law, 1.0, law.v1)  # (at the design clock: its voltage V1)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
     if estimated.any():
         tdp = np.where(estimated, most, tdp)
