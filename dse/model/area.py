@@ -279,14 +279,18 @@ def matrix_equivalent(chips, tech=None) -> np.ndarray:
     """
     fa = _area_model(tech).format_area
     vector = chips.compact("vector.flops_per_cycle", 0.0)
-    out = np.zeros(1)
     prefix = "matrix.flops_per_cycle_physical."
     physical = {k[len(prefix):] for k in getattr(chips, "arrays", {}) if k.startswith(prefix)}
+    rates, areas = [np.zeros(1)], [0.0]  # (a datapath of no format: 0)
     for fmt in sorted(set(chips.formats) | physical):
         rate = chips.compact(f"matrix.flops_per_cycle.{fmt}", 0.0) if fmt in chips.formats else np.zeros(1)
         if fmt in physical:  # the datapath as built, where the product enables less (GeForce FP32 accumulate)
             rate = np.fmax(rate, nan_to_num(chips.compact(prefix + fmt, 0.0)))
-        out = np.maximum(out, np.where(rate > vector, rate * fa[technology.format_class(fmt)], 0.0))
+        rates.append(rate)
+        areas.append(fa[technology.format_class(fmt)])
+    # (the formats' rates as rows, their largest per point: one pass, not one per format)
+    rate = np.vstack(np.broadcast_arrays(*rates)) if len(rates) > 1 else rates[0][None, :]
+    out = np.where(rate > vector, rate * np.array(areas)[:, None], 0.0).max(axis=0)
     return over_points(out, len(chips))
 
 

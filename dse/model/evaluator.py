@@ -2095,10 +2095,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
         return _reference(chips, workload, tiles, breakdown, package,
                           dict(fused_attention=fused_attention, weights_in_rom=weights_in_rom,
                                rom_bandwidth=rom_bandwidth, rom_energy_per_byte=rom_energy_per_byte))
-    ops = op_table(workload, fused_attention)
-    info = workload_info(workload, ops)
-    if tiles is None and not breakdown:  # identical operators evaluated once, their counts added
-        ops, info = _merged(ops, info)
+    ops, info = _tables(workload, fused_attention, tiles is None and not breakdown)
     N, O = chips.n, len(ops.names)
     cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
     if weights_in_rom:
@@ -2147,6 +2144,16 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
 
 
 _MERGED: dict = {}
+
+
+@functools.lru_cache(maxsize=128)
+def _tables(workload, fused: bool, merged: bool) -> tuple[OpTable, "WorkloadInfo"]:
+    """A workload's :func:`op_table` and :func:`workload_info`, ``merged``: identical operators evaluated once,
+    their counts added (:func:`_merged`). Kept per workload as the op table is (a search evaluates one workload
+    batch after batch; ~40 us of a decode step's evaluation at N = 1)."""
+    ops = op_table(workload, fused)
+    info = workload_info(workload, ops)
+    return _merged(ops, info) if merged else (ops, info)
 
 
 def _merged(ops: OpTable, info: "WorkloadInfo") -> tuple[OpTable, "WorkloadInfo"]:

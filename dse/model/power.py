@@ -218,6 +218,8 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
     rows, n_ops = (1,) * (2 - len(shape)) + shape  # (points, operators)
 
     def laid(x):  # one value per point: (points,); else (points or 1, operators), C-ordered (no copy where it is)
+        if type(x) is np.ndarray and x.ndim == 2 and x.shape[1] == 1:  # (a column: the common case, quickly)
+            return jit.points(x, rows)
         x = np.asarray(x, dtype=float)
         x = x.reshape((1,) * (2 - x.ndim) + x.shape)
         if x.shape[1] == 1:
