@@ -572,10 +572,10 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
 
     # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
     # power or the memory leaves the package as it is) computed once, their results laid over the points
-    vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
-            if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))]
     alike, sets = None, None
     if n > 1:
+        vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
+                if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))]
         alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
