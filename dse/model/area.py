@@ -567,8 +567,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
              float(pkg.interposer_margin), BASE_COVERAGE)
 
     def rows(s, e):  # (the kernel's results of points s..e, one row each)
-        with jit.quiet():
-            return _package_kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
+        return _package_kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
 
     # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
     # power or the memory leaves the package as it is) computed once, their results laid over the points
@@ -579,8 +578,7 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
         alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
-        with jit.quiet():
-            once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
+        once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
         r = {name: once[k, :first.size] for k, name in enumerate(PACKAGE_RESULTS)}
         sets = ({k: r[k] for k in PARTS}, inverse)  # (the parts laid over the points where read: _LaidOver)
         r = {name: (v if name in PARTS else jit.laid_over(v, inverse)) for name, v in r.items()}

@@ -422,8 +422,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     rate = unit_rate if pick is None or unit_rate.shape[1] == 1 else unit_rate[:, pick]
     if not (rate.shape == (O, n) and rate.flags.c_contiguous and rate.flags.writeable):
         rate = np.array(np.broadcast_to(rate, (O, n)), order="C")  # (one compiled signature: writable)
-    with jit.quiet():
-        tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
+    tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)  # (a kernel: no numpy warnings)
     return tm, tn, 4 * ik, split, l2_bytes, classes
 
 
@@ -964,8 +963,7 @@ def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clock
     full = tuple(_full(x, shape) for x in (matrix_b, matrix_c, vector, l2, local_b, local_c, busy1, clocked1, e_comp,
                                           e_mem, t_memory, waves))
     for cols in ops.attn_groups:
-        with jit.quiet():
-            busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(*full, *(int(c) for c in cols))
+        busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(*full, *(int(c) for c in cols))
         r, st = pw.sustained_operating_point(tdp, e_comp_g[:, None], e_mem_g[:, None], busy_g[:, None],
                                              clocked_g[:, None], t_mem_g[:, None], leak, clk, law, MIN_CLOCK_RATIO)
         cr[:, list(cols)], stretch[:, list(cols)] = r, st
@@ -1000,8 +998,7 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
     t_op = _own(t_op, shape)
     full = tuple(_full(x, shape) for x in (*resources, scale, waves))
     for cols in ops.attn_groups:
-        with jit.quiet():
-            _attention_overlap_kernel(t_op, *full, *(int(c) for c in cols))
+        _attention_overlap_kernel(t_op, *full, *(int(c) for c in cols))
     return t_op
 
 
@@ -1556,10 +1553,9 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     shape = _block_shape(full + per_point, per_op)
     # (one operator per point: its per-operator values as numbers and None for the count, jit.of_op)
     one = shape[1] == 1
-    with jit.quiet():
-        out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
-                     *(_one_value(x) if one else jit.points(x, shape[1]) for x in per_op),
-                     None if one else shape[1])
+    # (numba's arithmetic raises no numpy warnings, its IEEE results are the model's: no jit.quiet around kernels)
+    out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
+                 *(_one_value(x) if one else jit.points(x, shape[1]) for x in per_op), None if one else shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 
 
@@ -1904,8 +1900,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         peak_power = np.array(peak_power)
         group_in = tuple(_full(x, t_op.shape) for x in (E_compute_op, E_mem_op, t_op, p_fixed_op))
         for cols in ops.attn_groups:
-            with jit.quiet():
-                _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
+            _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
     out["peak_power_w"] = peak_power
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5

@@ -227,9 +227,8 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x = np.ascontiguousarray(x).view()
         x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
         return x
-    with jit.quiet():
-        r, stretch = _operating_points(*(laid(x) for x in cols), rows, None if n_ops == 1 else n_ops, float(floor),
-                                       BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
+    r, stretch = _operating_points(*(laid(x) for x in cols), rows, None if n_ops == 1 else n_ops, float(floor),
+                                   BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     return r.reshape(shape), stretch.reshape(shape)
 
 

@@ -787,3 +787,27 @@ def test_evaluator_rules_are_marked(name):
     Python runs the function as written)."""
     fn = getattr(ev, name)
     assert callable(fn) and fn.__module__ == "dse.model.evaluator"
+
+
+def test_kernels_raise_no_numpy_warnings_even_where_numpy_raises():
+    """The compiled kernels run outside np.errstate (dse.model.jit.quiet's docstring): numba's IEEE arithmetic sets
+    no numpy warning, so an evaluation under np.errstate(all="raise") with warnings as errors runs through, over
+    random designs that divide by 0 (designs that cannot run: infinite times; chips without a TDP; GEMM, decode,
+    prefill and MoE, with fused attention blocks), and a kernel that divides 1 by 0 and takes sqrt(-1) leaves no
+    flag that numpy's next operation would report."""
+    import warnings
+    from tests.test_evaluate_fast import random_points, workload
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            for wl in ("gemm", "decode", "prefill", "moe"):
+                m = ev.evaluate_workload(random_points("h100", 40, seed=11, extra={"tdp": np.full(40, 60.0)}),
+                                         workload(wl), breakdown=True)
+                assert np.isinf(m.columns["time_s"]).any() or wl != "gemm"  # (some cannot run at 60 W)
+            flat = np.array([1.0, -1.0])
+            got = ev._sums_kernel(flat / np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+            assert got.tolist() == [0.0]
+            bad = jit.compiler().njit(error_model="numpy")(lambda a, b: (a / b, np.sqrt(a - 2.0 * a)))
+            q, r = bad(1.0, 0.0)
+            assert np.isinf(q) and np.isnan(r)
+            assert (np.ones(3) * 2.0).tolist() == [2.0] * 3  # (numpy's next operation: no stale flag reported)
