@@ -1168,7 +1168,7 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
     and (first, inverse) of jit.distinct (None where every point is itself). The tiles' counts, the panels they
     keep and their working set depend only on the tiles, the tiles' inputs and the accumulator's store, so points
     alike so have the same re-reads (:func:`_cache_reads_kernel`) and working set."""
-    if tile_class is None:
+    if tile_class is None or rows == 1:  # (one point is itself)
         return np.arange(float(rows))[:, None], None
     keys = [np.broadcast_to(x, (rows, 1))[:, 0] for x in more if np.shape(x)[0] > 1]
     first, inverse = tile_class
