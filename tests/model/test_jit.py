@@ -762,6 +762,8 @@ def test_operator_sums_on_the_vector_lanes(n_ops):
     _same_bits(ev._sum(row, cnt), got[:1])  # (one value, laid over the points with the block's others)
     col = x[:, :1]
     np.testing.assert_allclose(ev._sum(col, cnt), col[:, 0] * cnt.sum(), rtol=1e-15)
+    # a sum starts from +0: terms of -0.0 sum to +0.0 (IEEE 754: 0 + -0 = +0), one operator per point too
+    _same_bits(ev._sum(np.full((3, n_ops), -0.0), np.ones(n_ops)), np.zeros(3))
 
 
 def test_cache_folder_follows_every_model_source(tmp_path):
