@@ -609,10 +609,16 @@ def _transposed(x):
 @jit.rule(loops=True)
 def _gathered(x, inverse):
     """(points, operators) from (operators, distinct points): point r's row is column ``inverse[r]`` (the distinct
-    points laid out (points, operators) first, so that each point copies one contiguous row)."""
-    rows_of = _transposed(x)
+    points laid out (points, operators) first, so that each point copies one contiguous row; one operator: a
+    gather along the points)."""
     n_ops, rows = x.shape[0], inverse.size
     out = np.empty((rows, n_ops))
+    if n_ops == 1:
+        row = x[0]
+        for r in range(rows):
+            out[r, 0] = row[inverse[r]]
+        return out
+    rows_of = _transposed(x)
     for r in range(rows):
         c = inverse[r]
         for o in range(n_ops):

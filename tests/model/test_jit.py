@@ -249,12 +249,14 @@ def test_distinct_gives_up_where_few_points_repeat():
     assert jit._distinct_kernel(np.arange(1000).reshape(1, -1), 10)[0].size == 11  # (the pass stops past most)
 
 
-def test_default_tiles_of_alike_points_evaluated_once(monkeypatch):
+@pytest.mark.parametrize("name", ["prefill", "gemm"])
+def test_default_tiles_of_alike_points_evaluated_once(monkeypatch, name):
     """The default tiles evaluate each distinct set of a point's inputs once (evaluator._tiles, jit.distinct) and
     give every point its first alike point's tiles and L2 bytes: to the bit the tiles of every point evaluated
     (jit.distinct made to find no point alike), on points drawn from few values of every input the tiles read
     (units, L2, local buffer, multicast, compute efficiency: the unit rates of the operators), so that most
-    points repeat an earlier one and many differ from one in a single input."""
+    points repeat an earlier one and many differ from one in a single input; a prefill's operators and a GEMM
+    alone (one operator per point: the results laid over the points by a gather of their own)."""
     from dse.hardware import Chips, load_chip
     from tests.test_evaluate_fast import workload
     rng = np.random.default_rng(RNG_SEED + 31)
@@ -263,7 +265,7 @@ def test_default_tiles_of_alike_points_evaluated_once(monkeypatch):
         "units": rng.choice([16.0, 132.0, 264.0], n), "l2": rng.choice([0.0, 5e7], n),
         "local_buffer": rng.choice([64e3, 228e3], n), "l2_multicast": rng.choice([1.0, 4.0], n),
         "calibration.compute_efficiency": rng.choice([0.7, 1.0], n), "clock": rng.uniform(1e9, 2e9, n)})
-    ops = ev.op_table(workload("prefill"))
+    ops = ev.op_table(workload(name))
     c = ev._chip_columns(chips, ops)
     args = (c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, ev._tile_levels(c, ev._by_format(c.fpc, ops)))
     found = []
