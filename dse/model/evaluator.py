@@ -422,7 +422,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     rate = unit_rate if pick is None or unit_rate.shape[1] == 1 else unit_rate[:, pick]
     if not (rate.shape == (O, n) and rate.flags.c_contiguous and rate.flags.writeable):
         rate = np.array(np.broadcast_to(rate, (O, n)), order="C")  # (one compiled signature: writable)
-    tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)  # (a kernel: no numpy warnings)
+    tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
     return tm, tn, 4 * ik, split, l2_bytes, classes
 
 
@@ -1515,14 +1515,8 @@ def _full(x, shape) -> np.ndarray:
 
 def _per_point(x, rows: int) -> np.ndarray:
     """A per-point column ((points, 1) or (1, 1)) as a float (points,) array."""
-    if type(x) is np.ndarray and x.dtype is jit.FLOAT and x.size == rows and x.flags.c_contiguous:
-        if x.ndim and x.shape[-1] != 1:
-            raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
-        x = x.reshape(rows)
-        if x.flags.writeable:
-            x.flags.writeable = False  # (reshape made a view: the caller's array stays writeable)
-        return x
-    x = np.asarray(x, dtype=float)
+    if type(x) is not np.ndarray or x.dtype is not jit.FLOAT:
+        x = np.asarray(x, dtype=float)
     if x.ndim and x.shape[-1] != 1:
         raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
     return jit.points(x, rows)

@@ -501,7 +501,8 @@ def _op_count_numbers(n_ops):
 
 def quiet():
     """numpy's error state for rules numpy runs (called from Python on arrays): their IEEE infinities and NaNs are
-    the model's (0 work / 0 rate, a missing level), as in the numpy code's ``np.errstate`` blocks. A compiled
-    kernel needs none: numba's arithmetic raises no numpy warnings (numpy clears the CPU's flags before each of
-    its own operations; tests/model/test_jit.py), and ``np.errstate`` costs ~1.5 us a call (issue 20)."""
+    the model's (0 work / 0 rate, a missing level), as in the numpy code's ``np.errstate`` blocks, and for the
+    generalized ufuncs of :func:`elementwise` (numpy's ufunc machinery checks the CPU's flags after their loops).
+    A :func:`kernel` needs none: numba's arithmetic raises no numpy warnings (numpy clears the CPU's flags before
+    each of its own operations; tests/model/test_jit.py), and ``np.errstate`` costs ~1.5 us a call (issue 20)."""
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
