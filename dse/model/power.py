@@ -147,6 +147,8 @@ class ClockLaw:
 #: (Regula falsi, Illinois variant, needed 24 steps to beat that on random designs: the max()es of the
 #: operator's times put kinks in the power, and a floor far below the root slows it.)
 BISECTION_STEPS = 20
+#: entries of the power ceiling's bisection taken at a time (their inputs in the L1 cache through the steps)
+BISECTION_CHUNK = 256
 
 
 def fixed_power(leak_w, clock_w, law: ClockLaw, r, v=None):
@@ -180,7 +182,9 @@ def operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak
 
 
 def _operator_power(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law: ClockLaw):
-    """:func:`operator_power` (arrays broadcast)."""
+    """:func:`operator_power` (arrays broadcast; numbers as numpy's, which divide by 0 as IEEE does)."""
+    e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s = (np.asarray(x, dtype=float) for x in (
+        e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s))
     with jit.quiet():
         return operator_power_core(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s, leak_w, clock_w, law.d,
                                    law.v_min, law.v_nom, law.v_th, law.v1, law.scaling)
@@ -192,9 +196,31 @@ def operator_power_core(r, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s,
     """:func:`operator_power` with the clock law's fields (d = f_design / f_rated, V_min, V_nom, V_th, V1 = V(d),
     ``scaling`` 1 / 0): numbers in kernels, arrays in Python."""
     v = clock_voltage(r, d, v_min, v_nom, v_th, v1, scaling)
-    x = v / v1
-    p_mem = jit.where(e_mem_j > 0, e_mem_j / jit.maximum(t_clocked_s / r, t_memory_s), 0.0)
-    p_comp = jit.where(e_comp_j > 0, e_comp_j * x * x / jit.maximum(t_busy_s / r, t_memory_s), 0.0)
+    comp_busy, comp_memory, mem_clocked, mem_memory = operator_power_rates(e_comp_j, e_mem_j, t_busy_s, t_clocked_s,
+                                                                           t_memory_s)
+    return operator_power_at(r, v, comp_busy, comp_memory, mem_clocked, mem_memory, leak_w, clock_w, d, v_nom, v1)
+
+
+@jit.rule
+def operator_power_rates(e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t_memory_s):
+    """The parts of :func:`operator_power` that do not depend on the clock: E_comp / t_busy, E_comp / t_memory,
+    E_mem / t_clocked, E_mem / t_memory (W at the design clock; 0 where the energy is 0). At r x the design
+    clock E / max(t / r, t_memory) = min(r E / t, E / t_memory): the power ceiling's bisection divides once per
+    operator, not once per step (issue 20)."""
+    comp_busy = jit.where(e_comp_j > 0, e_comp_j / t_busy_s, 0.0)
+    comp_memory = jit.where(e_comp_j > 0, e_comp_j / t_memory_s, 0.0)
+    mem_clocked = jit.where(e_mem_j > 0, e_mem_j / t_clocked_s, 0.0)
+    mem_memory = jit.where(e_mem_j > 0, e_mem_j / t_memory_s, 0.0)
+    return comp_busy, comp_memory, mem_clocked, mem_memory
+
+
+@jit.rule
+def operator_power_at(r, v, comp_busy, comp_memory, mem_clocked, mem_memory, leak_w, clock_w, d, v_nom, v1):
+    """:func:`operator_power` at r x the design clock and its voltage ``v`` from :func:`operator_power_rates`:
+    fixed_power(r) + min(r E_mem / t_clocked, E_mem / t_memory) + (V / V1)^2 min(r E_comp / t_busy, E_comp /
+    t_memory)."""
+    p_mem = jit.minimum(mem_clocked * r, mem_memory)
+    p_comp = dynamic_energy_scale(v, v1) * jit.minimum(comp_busy * r, comp_memory)
     return fixed_power_core(leak_w, clock_w, d, r, v, v_nom) + p_mem + p_comp
 
 
@@ -282,38 +308,42 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
     for x in range(rows * n_ops):  # (the entries over, without a branch: each written, kept where it is over)
         at[z] = x
         z += hot[x]
-    vals = np.empty((14, n_hot))
-    for z in range(n_hot):
-        p, o = at[z] // n_ops, at[z] % n_ops
-        vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(e_comp, p), o)
-        vals[2, z], vals[3, z] = _of(_row(e_mem, p), o), _of(_row(t_busy, p), o)
-        vals[4, z], vals[5, z] = _of(_row(t_clocked, p), o), _of(_row(t_memory, p), o)
-        vals[6, z], vals[7, z] = _of(_row(leak, p), o), _of(_row(clock, p), o)
-        vals[8, z], vals[9, z] = _of(_row(d, p), o), _of(_row(v_min, p), o)
-        vals[10, z], vals[11, z] = _of(_row(v_nom, p), o), _of(_row(v_th, p), o)
-        vals[12, z], vals[13, z] = _of(_row(v1, p), o), _of(_row(scaling, p), o)
-    t, ec, em, tb, tc, tm, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4],
-                                                                   vals[5], vals[6], vals[7], vals[8], vals[9],
-                                                                   vals[10], vals[11], vals[12], vals[13])
-    lo, hi = np.full(n_hot, floor), np.ones(n_hot)
-    for _ in range(steps):
-        for z in range(n_hot):
-            mid = (lo[z] + hi[z]) * 0.5
-            ok = operator_power_core(mid, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z], vnom[z],
-                                     vth[z], vv1[z], sc[z]) <= t[z]
-            lo[z] = mid if ok else lo[z]
-            hi[z] = hi[z] if ok else mid
-    for z in range(n_hot):  # (the results in place of lo and hi, then laid out: a loop without scattered stores)
-        p_floor = operator_power_core(floor, ec[z], em[z], tb[z], tc[z], tm[z], lk[z], ck[z], dd[z], vmin[z],
-                                      vnom[z], vth[z], vv1[z], sc[z])
-        fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor,
-                                       clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z]), vnom[z])
-        over = p_floor > t[z]
-        st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
-        lo[z], hi[z] = jit.where(over, floor, lo[z]), jit.where(over, jit.maximum(st, 1.0), 1.0)
     r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
-    for z in range(n_hot):
-        r_flat[at[z]], s_flat[at[z]] = lo[z], hi[z]
+    vals = np.empty((13, BISECTION_CHUNK))  # (a chunk's inputs, its bracket: in the L1 cache through its steps)
+    lo, hi = np.empty(BISECTION_CHUNK), np.empty(BISECTION_CHUNK)
+    for c0 in range(0, n_hot, BISECTION_CHUNK):
+        m = min(BISECTION_CHUNK, n_hot - c0)
+        for z in range(m):
+            p, o = at[c0 + z] // n_ops, at[c0 + z] % n_ops
+            vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(leak, p), o)
+            vals[2, z], vals[3, z] = _of(_row(clock, p), o), _of(_row(d, p), o)
+            vals[4, z], vals[5, z] = _of(_row(v_min, p), o), _of(_row(v_nom, p), o)
+            vals[6, z], vals[7, z] = _of(_row(v_th, p), o), _of(_row(v1, p), o)
+            vals[8, z] = _of(_row(scaling, p), o)
+            vals[9, z], vals[10, z], vals[11, z], vals[12, z] = operator_power_rates(
+                _of(_row(e_comp, p), o), _of(_row(e_mem, p), o), _of(_row(t_busy, p), o), _of(_row(t_clocked, p), o),
+                _of(_row(t_memory, p), o))
+            lo[z], hi[z] = floor, 1.0
+        t, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6],
+                                                   vals[7], vals[8])
+        cb, cm, mc, mm = vals[9], vals[10], vals[11], vals[12]
+        for _ in range(steps):
+            for z in range(m):
+                mid = (lo[z] + hi[z]) * 0.5
+                v = clock_voltage(mid, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
+                ok = operator_power_at(mid, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z],
+                                       vv1[z]) <= t[z]
+                lo[z] = mid if ok else lo[z]
+                hi[z] = hi[z] if ok else mid
+        for z in range(m):  # (the results in place of lo and hi, then laid out: a loop without scattered stores)
+            v = clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
+            p_floor = operator_power_at(floor, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z], vv1[z])
+            fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor, v, vnom[z])
+            over = p_floor > t[z]
+            st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
+            lo[z], hi[z] = jit.where(over, floor, lo[z]), jit.where(over, jit.maximum(st, 1.0), 1.0)
+        for z in range(m):
+            r_flat[at[c0 + z]], s_flat[at[c0 + z]] = lo[z], hi[z]
     return r_out, s_out
 
 

@@ -77,3 +77,36 @@ def test_per_step_energy_cards_qproj():
         approx("per_step_energy_cards", key, power.energy_at_power(chip.tdp, t) * 1e3)
     assert case("per_step_energy_cards")["section"] == "4.8.4"
     assert power.energy_at_power(450.0, 16.22e-3) == pytest.approx(7.299)
+
+
+@pytest.mark.parametrize("r", [1.0, 0.6, 0.05])
+@pytest.mark.parametrize("t_busy, t_clocked, t_memory", [
+    (2e-3, 2.5e-3, 1e-3),  # compute-bound: the busy and clocked times set the rates above t_memory / r
+    (2e-4, 3e-4, 1e-3),  # memory-bound
+    (0.0, 0.0, 1e-3),  # no compute time: the traffic's time alone
+    (2e-3, 2.5e-3, 0.0),  # no memory time
+])
+def test_operator_power_is_the_seeds_sum_of_its_parts(r, t_busy, t_clocked, t_memory):
+    """dse.model.power.operator_power at r x the design clock against the seed's sum (seed 004 §4.1.3: static +
+    memory + compute), written out here: leakage and clock power at V(r) (P_leak ~ V^2, P_clock ~ f V^2), the
+    memory traffic's energy over its time max(t_clocked / r, t_memory), the switching energy at V(r) (E ~ V^2, given
+    at V1) over max(t_busy / r, t_memory). The power ceiling bisects on it (dividing once per operator)."""
+    law = power.ClockLaw(0.9, 0.65, 0.9, 0.35)  # V(f) = max(0.65, 0.35 + 0.55 f / f_rated), the design at 0.9
+    e_comp, e_mem, leak, clk = 0.3, 0.12, 40.0, 25.0
+    v = max(0.65, 0.35 + 0.55 * 0.9 * r)
+    v1 = 0.35 + 0.55 * 0.9
+    want = (leak * (v / 0.9) ** 2 + clk * 0.9 * r * (v / 0.9) ** 2
+            + e_mem / max(t_clocked / r, t_memory) + e_comp * (v / v1) ** 2 / max(t_busy / r, t_memory))
+    got = power.operator_power(r, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clk, law)
+    assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_operator_power_without_energy_or_time():
+    """No energy draws no power, whatever its time (0 / 0 is 0 W, not NaN); energy in no time draws an infinite
+    power (the operator cannot run within any TDP)."""
+    law = power.ClockLaw(1.0, 0.6, 0.9, 0.3)
+    fixed = power.fixed_power(40.0, 25.0, law, 0.5)
+    with np.errstate(all="raise"):
+        assert power.operator_power(0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 40.0, 25.0, law) == pytest.approx(fixed, rel=1e-15)
+    assert power.operator_power(0.5, 0.3, 0.0, 0.0, 0.0, 0.0, 40.0, 25.0, law) == np.inf
+    assert power.operator_power(0.5, 0.0, 0.3, 0.0, 0.0, 0.0, 40.0, 25.0, law) == np.inf
