@@ -1496,6 +1496,77 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
 
 
+#: a point's results from its operators' sums (:func:`point_results`), in its order
+POINT_RESULTS = ("time_s", "time_per_token_s", "tokens_per_s", "t_overhead_s", "energy_memory_j", "energy_static_j",
+                 "energy_j", "energy_per_token_j", "power_w", "clock_ratio", "sustained_clock_hz", "voltage_v", "mbu",
+                 "energy_weights_j", "energy_kv_j", "mfu", "idle_power_w")
+
+
+@jit.rule
+def point_results(steps, stages, step_oh, device, launches, e_fixed, fixed1, e_compute, e_mem_ops, link_bytes,
+                  d2d_bytes, e_link, padded_flops, clock_flops, clock_min, voltage_flops, voltage_min, clock,
+                  bytes_mem, bw_raw, bytes_w, e_w, bytes_kv, e_mem, peak, leak, v_min, v_nom, tokens, flops):
+    """A point's :data:`POINT_RESULTS` from its operators' sums (:data:`POINT_SUMS`, dse.model.evaluator):
+
+    - the step time: its ``steps`` (the device's work, or the system's step) and the step overhead, one after the
+      other (seed 004 §4.8.1); per token and tokens per second; the overhead: the host's launches past the
+      device's work, and the step's;
+    - the memory energy: the operators' traffic and the bytes over the links and die-to-die links; the fixed
+      (leakage and clock) energy: while each operator runs (``e_fixed``), and at the design clock (``fixed1``)
+      outside them (overheads, links, and a pipeline's idle stages: each of its chips runs 1 / ``stages`` of the
+      operators; none where the design cannot run); the step's energy (compute + memory + fixed), per token, its
+      average power (seed 004 §4.1.3);
+    - the sustained clock ratio and voltage reported: the FLOP-weighted means of the operators' (the lowest
+      without FLOPs), the clock in Hz;
+    - MBU (memory bytes over the time, over the raw bandwidth), the weights' and KV cache's energies, MFU (the
+      workload's FLOPs over the time, over the FLOP-weighted peak rate; NaN without one), the idle power (leakage
+      at V_min)."""
+    time_s = pipeline.stages_core(steps, step_oh)
+    e_memory = e_mem_ops + (link_bytes + d2d_bytes) * e_link
+    outside = jit.where(np.isfinite(time_s), jit.maximum(time_s - device / stages, 0.0), 0.0)
+    e_static = e_fixed / stages + pw.energy_at_power(fixed1, outside)
+    energy = e_compute + e_memory + e_static
+    cr = jit.where(padded_flops > 0, clock_flops / jit.maximum(padded_flops, 1.0), clock_min)
+    voltage = jit.where(padded_flops > 0, voltage_flops / jit.maximum(padded_flops, 1.0), voltage_min)
+    return (time_s, time_s / tokens, tokens / time_s, jit.maximum(launches - device, 0.0) + step_oh, e_memory,
+            e_static, energy, energy / tokens, pw.average_power_core(energy, time_s), cr, clock * cr, voltage,
+            bytes_mem / time_s / bw_raw, bytes_w * e_w, bytes_kv * e_mem,
+            flops / time_s / jit.where(peak > 0, peak, np.nan), leak * pw.leakage_scale(v_min, v_nom))
+
+
+@jit.rule
+def _point_results_of(x, p, tokens, flops):
+    """:func:`point_results` of point ``p`` from ``x``, its inputs' arrays in its order (one value per point)."""
+    return point_results(x[0][p], x[1][p], x[2][p], x[3][p], x[4][p], x[5][p], x[6][p], x[7][p], x[8][p], x[9][p],
+                         x[10][p], x[11][p], x[12][p], x[13][p], x[14][p], x[15][p], x[16][p], x[17][p], x[18][p],
+                         x[19][p], x[20][p], x[21][p], x[22][p], x[23][p], x[24][p], x[25][p], x[26][p], x[27][p],
+                         tokens, flops)
+
+
+@jit.kernel
+def _point_kernel(x, tokens, flops):
+    """:func:`point_results` of a block's points (``x``: its inputs but the workload's tokens and FLOPs, each one
+    value per point, (points,)): the results' rows of one (results, points) array, ~45 numpy passes over the
+    points before (issue 20). Four passes of four or five results (a loop storing more runs one point at a time,
+    see _energy_kernel; the results a pass does not store are never computed, the inputs they alone need never
+    read)."""
+    n = x[0].size
+    out = jit.staggered(len(POINT_RESULTS), n)
+    for p in range(n):
+        t = _point_results_of(x, p, tokens, flops)
+        out[0, p], out[1, p], out[2, p], out[3, p] = t[0], t[1], t[2], t[3]
+    for p in range(n):
+        t = _point_results_of(x, p, tokens, flops)
+        out[4, p], out[5, p], out[6, p], out[7, p], out[8, p] = t[4], t[5], t[6], t[7], t[8]
+    for p in range(n):
+        t = _point_results_of(x, p, tokens, flops)
+        out[9, p], out[10, p], out[11, p], out[12, p] = t[9], t[10], t[11], t[12]
+    for p in range(n):
+        t = _point_results_of(x, p, tokens, flops)
+        out[13, p], out[14, p], out[15, p], out[16, p] = t[13], t[14], t[15], t[16]
+    return [out[k, :n] for k in range(len(POINT_RESULTS))]
+
+
 def _full(x, shape) -> np.ndarray:
     """``x`` as a C-ordered float (points, operators) array of ``shape`` (a copy only where it broadcasts),
     read-only as :func:`dse.model.jit.points` gives them."""
@@ -1799,12 +1870,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         (cnt, grouped))
     point = dict(zip(POINT_SUMS, sums))
     E_compute = point["e_compute"]
-    # the sustained clock and the voltage reported per point: the FLOP-weighted means of the operators' (the
-    # lowest without FLOPs)
-    tot1 = tot_padded[:, 0]
-    cr1 = np.where(tot1 > 0, point["clock_flops"] / np.maximum(tot1, 1.0), point["clock_min"])
-    voltage = np.where(tot1 > 0, point["voltage_flops"] / np.maximum(tot1, 1.0), point["voltage_min"])
-
     step_oh = c.step_oh[:, 0]
     launches = (koh * cnt).sum(axis=1)
     device = point["device"]
@@ -1816,20 +1881,20 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         t_link = t_ar = t_a2a = link_bytes = bubble = ar_algo = np.zeros(1)
     else:
         steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
-    # the step overhead follows the work (seed 004 §4.8.1)
-    time_s = pipeline.stages_core(steps, step_oh)
     d2d_tot = _sum(d2d_bytes, cnt, t_op.shape)
-    E_mem = _sum(E_mem_op, cnt) + (link_bytes + d2d_tot) * c.e_link[:, 0]
-    # leakage and clock: while each operator runs, and at the design clock outside them (overheads, links, and a
-    # pipeline's idle stages: each of its chips runs 1 / p of the operators)
-    busy = device / stages
-    with np.errstate(invalid="ignore"):  # (a design that cannot run: inf - inf outside its operators)
-        outside = np.where(np.isfinite(time_s), np.maximum(time_s - busy, 0.0), 0.0)
-    E_static = point["e_fixed"] / stages + pw.energy_at_power(fixed1[:, 0], outside)
-    energy = E_compute + E_mem + E_static
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
     bytes_kv_tot = _sum(bytes_kv, cnt)
+    w = info
+    tokens, flops = w.tokens, w.flops
+    # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
+    rows = steps.shape[0]
+    res = dict(zip(POINT_RESULTS, _point_kernel(tuple(jit.points(x, rows) for x in (
+        steps, stages, step_oh, device, launches, point["e_fixed"], fixed1, E_compute, _sum(E_mem_op, cnt),
+        link_bytes, d2d_tot, c.e_link, tot_padded, point["clock_flops"], point["clock_min"], point["voltage_flops"],
+        point["voltage_min"], clock, bytes_mem_tot, c.bw_raw, bytes_w_tot, e_w, bytes_kv_tot, e_mem, peak_main,
+        c.leak, c.v_min, v_nom)), float(tokens), float(flops))))
+    time_s = res["time_s"]
     # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
     bw1 = bw_eff[:, 0]
     if rom is None:
@@ -1838,13 +1903,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
     t_bound = sums[POINT_SUMS.index("bound_matrix"):POINT_SUMS.index("bound_local") + 1]
-    w = info
-    tokens, flops = w.tokens, w.flops
-    peak_fmt = peak_main[:, 0]
     out = {
-        "time_s": time_s,
-        "time_per_token_s": time_s / tokens,
-        "tokens_per_s": tokens / time_s,
+        **res,
         "ttft_s": time_s if w.phase == "prefill" else _NAN,
         "t_matrix_s": _sum(t_matrix, cnt),
         "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
@@ -1853,7 +1913,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_memory_compulsory_s": _sum(t_comp, cnt),
         "t_read_s": t_read,
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
-        "t_overhead_s": np.maximum(launches - device, 0.0) + step_oh,
         "t_link_s": t_link,
         "t_allreduce_s": t_ar,
         "allreduce_algorithm": ar_algo.astype(float),
@@ -1884,20 +1943,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,
         "bytes_compulsory": _sum(bytes_comp, cnt),
-        "energy_j": energy,
-        "energy_memory_j": E_mem,
         "energy_compute_j": E_compute,
-        "energy_static_j": E_static,
         "energy_register_j": point["e_register"],
         "energy_local_j": point["e_local"],
         "energy_l2_j": point["e_l2"],
-        "energy_weights_j": bytes_w_tot * e_w[:, 0],
-        "energy_kv_j": bytes_kv_tot * e_mem[:, 0],
-        "energy_per_token_j": energy / tokens,
-        "power_w": pw.average_power(energy, time_s),
-        "clock_ratio": cr1,
-        "sustained_clock_hz": clock[:, 0] * cr1,
-        "mbu": bytes_mem_tot / time_s / c.bw_raw[:, 0],
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
     # three operators draw theirs together, over the block's time)
@@ -1913,11 +1962,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["static_power_w"] = leak1[:, 0]
     out["clock_power_w"] = clk1[:, 0]
     out["fixed_power_w"] = fixed1[:, 0]
-    out["idle_power_w"] = (c.leak * pw.leakage_scale(c.v_min, v_nom))[:, 0]
     out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(time_s.shape, dtype=bool)
-    out["voltage_v"] = voltage
     out["quant_error"] = np.array([w.quant_error])
-    out["mfu"] = flops / time_s / np.where(peak_fmt > 0, peak_fmt, np.nan)
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
     out["bound_code"] = point["bound_code"].astype(np.int64)
     # capacity (seed 004 §4.3.1)

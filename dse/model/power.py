@@ -384,6 +384,7 @@ def average_power_core(energy_j, time_s):
     return jit.where(time_s > 0, energy_j / time_s, 0.0)
 
 
+@jit.rule
 def energy_at_power(power_w, time_s):
     """E = P x T for a constant power (seed 004 §4.8.4: 450 W x 16.22 ms = 7.30 J per step); the
     evaluator's static energy."""

@@ -9,6 +9,7 @@ here depends on speed.
 
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace
 
 import numpy as np
@@ -413,6 +414,29 @@ def test_power_rule_compiled_equal_numpy():
     with jit.quiet():
         ref = power.operator_power_core(*args)
     _same_bits(_compiled(power.operator_power_core, 1)(*args)[0], ref)
+
+
+def test_point_results_compiled_equal_numpy():
+    """dse.model.evaluator.point_results (a point's step time, energy, power and rates from its operators' sums)
+    run by numpy on arrays and by its kernel (_point_kernel: four passes of a few results each), on random inputs
+    with zeros, infinities and NaN mixed in: the same bits, result by result."""
+    rng = np.random.default_rng(RNG_SEED + 5)
+    n = 3000
+    n_in = len(inspect.signature(ev.point_results).parameters) - 2  # (all but tokens and FLOPs)
+    cols = []
+    for _ in range(n_in):
+        x = rng.uniform(0.0, 2.0, n)
+        pick = rng.random(n) < 0.1
+        x[pick] = rng.choice(SPECIAL, pick.sum())
+        x.flags.writeable = False
+        cols.append(x)
+    for tokens, flops in ((1.0, 2e9), (4096.0, 0.0)):
+        with jit.quiet():
+            ref = ev.point_results(*cols, tokens, flops)
+        got = ev._point_kernel(tuple(cols), tokens, flops)
+        assert len(got) == len(ref) == len(ev.POINT_RESULTS)
+        for g, r in zip(got, ref):
+            _same_bits(g, r)
 
 
 def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
