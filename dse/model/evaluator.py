@@ -1243,6 +1243,29 @@ def memory_traffic(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weigh
     return moved, bytes_w, kv_bytes * r_b, moved / bandwidth, compulsory / bandwidth
 
 
+@jit.rule
+def peak_rate(units, fpc, clock, padded_flops):
+    """FLOP/s of the matrix units at the peak clock (units x FLOPs per cycle of the operator's format x clock), and
+    that rate x the operator's padded FLOPs (the terms of the FLOP-weighted peak rate)."""
+    rate = units * fpc * clock
+    return rate, rate * padded_flops
+
+
+@jit.kernel
+def _rate_kernel(fpc, padded_flops, units, clock, n_ops):
+    """:func:`peak_rate` over a block (flat (points x operators) FLOPs per cycle and padded FLOPs, then per point
+    the units and the clock), in one pass (numpy's products broadcast a point's value over its row of operators:
+    ~0.17 ms per 8,192 decode points)."""
+    n, n_ops = fpc.size, jit.op_count(n_ops)
+    out = jit.staggered(2, n)
+    for p in range(n // n_ops):
+        u, c = units[p], clock[p]
+        for j in range(n_ops):
+            i = p * n_ops + j
+            out[0, i], out[1, i] = peak_rate(u, fpc[i], c, padded_flops[i])
+    return out[:, :n]
+
+
 @jit.kernel
 def _memory_kernel(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weight_bytes, kv_bytes, compulsory, n_ops):
     """:func:`memory_traffic` over a block (flat (points x operators) re-reads and spills, then per point the
@@ -1687,7 +1710,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
          np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf),
         (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
-    rate = units * fpc * clock  # FLOP/s at peak clock
+    rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
 
     # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
     # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
@@ -1796,7 +1819,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
     clk1 = fixed1 - leak1
     tot_padded = _sum(padded_flops, cnt)[:, None]
-    peak_main = _sum(rate * padded_flops, cnt)[:, None] / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
+    peak_main = _sum(rate_flops, cnt)[:, None] / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
     # the times at the design clock: the matrix unit's, the on-chip levels' (they run on the core clock: the L2
     # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
     # time), the units' busy time

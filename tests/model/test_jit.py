@@ -456,6 +456,7 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
     (ev._times_kernel, ev.operator_times, "ffffPfffff"),
     (ev._memory_kernel, ev.memory_traffic, "fffPPOOOOOO"),
     (ev._compute_energy_kernel, ev.compute_energy, "ffffffPPPPPPOO"),
+    (ev._rate_kernel, ev.peak_rate, "PfPf"),
 ])
 def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
