@@ -198,9 +198,12 @@ def test_n_points_at_once_equal_one_by_one(base, wl, n, seed, block, rom):
             "memory.bandwidth": rng.uniform(50e9, 9e12, n), "tdp": rng.choice([np.inf, 80.0, 700.0], n),
             "l2": rng.choice([0.0, 4e6, 60e6], n), "matrix.instruction.m": rng.choice([1, 8, 16, 64], n),
             "calibration.kernel_overhead": rng.choice([0.0, 2e-6], n),
+            "calibration.step_overhead": rng.choice([0.0, 1e-5], n),
             "memory_system.latency": rng.choice([0.0, 600e-9], n), "memory_system.outstanding": 4096.0}
-    if rng.random() < 0.3:  # sometimes only one input varies (the others are kept as one (1, 1) value)
-        over = {"units": over["units"]}
+    if rng.random() < 0.3:  # sometimes only one input varies (the others are kept as one (1, 1) value): one the
+        # operators see, or the step's overhead alone (the operators' results then one value, the step's not)
+        key = "units" if rng.random() < 0.5 else "calibration.step_overhead"
+        over = {key: over[key]}
     chips = Chips.from_base(_base(base), n, over)
     opts = dict(weights_in_rom=rom, rom_bandwidth=rng.uniform(1e12, 1e13, n) if rom else np.inf)
     saved = ev._BLOCK_ELEMENTS
@@ -218,6 +221,22 @@ def test_n_points_at_once_equal_one_by_one(base, wl, n, seed, block, rom):
         for k in ev._OP_FIELDS:
             np.testing.assert_array_equal(getattr(together.operators, k)[i:i + 1], getattr(alone.operators, k),
                                           err_msg=k)
+
+
+def test_points_alike_but_for_their_step_overhead_each_get_their_own(decode_8k):
+    """Points alike in all their operators see, differing in the step's overhead alone (a calibration's sweep):
+    the block's operator results are one value and its step results are not; each point gets the numbers it gets
+    alone, and the overhead adds to the step time one for one (seed 004 §4.8.1: the step overhead follows the
+    work)."""
+    oh = np.array([0.0, 1e-5, 3e-5])
+    chips = Chips.from_base(load_chip("h100"), 3, {"calibration.step_overhead": oh})
+    together = evaluate_workload(chips, decode_8k).columns
+    for i in range(3):
+        alone = evaluate_workload(chips.take([i]), decode_8k).columns
+        for key, v in alone.items():
+            np.testing.assert_array_equal(np.asarray(together[key])[i:i + 1], v, err_msg=key)
+    t = np.asarray(together["time_s"])
+    np.testing.assert_allclose(t - t[0], oh, rtol=1e-9, atol=1e-15)
 
 
 # ---------------------------------------------------------------- formats

@@ -1911,12 +1911,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     w = info
     tokens, flops = w.tokens, w.flops
     # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
-    rows = steps.shape[0]
-    res = dict(zip(POINT_RESULTS, _point_kernel(tuple(jit.points(x, rows) for x in (
-        steps, stages, step_oh, device, launches, point["e_fixed"], fixed1, E_compute, _sum(E_mem_op, cnt),
-        link_bytes, d2d_tot, c.e_link, tot_padded, point["clock_flops"], point["clock_min"], point["voltage_flops"],
-        point["voltage_min"], clock, bytes_mem_tot, c.bw_raw, bytes_w_tot, e_w, bytes_kv_tot, e_mem, peak_main,
-        c.leak, c.v_min, v_nom)), float(tokens), float(flops))))
+    inputs = (steps, stages, step_oh, device, launches, point["e_fixed"], fixed1, E_compute, _sum(E_mem_op, cnt),
+              link_bytes, d2d_tot, c.e_link, tot_padded, point["clock_flops"], point["clock_min"],
+              point["voltage_flops"], point["voltage_min"], clock, bytes_mem_tot, c.bw_raw, bytes_w_tot, e_w,
+              bytes_kv_tot, e_mem, peak_main, c.leak, c.v_min, v_nom)
+    rows = max(x.shape[0] if type(x) is np.ndarray and x.ndim else 1 for x in inputs)  # (the points they broadcast to)
+    res = dict(zip(POINT_RESULTS, _point_kernel(tuple(jit.points(x, rows) for x in inputs), float(tokens),
+                                                float(flops))))
     time_s = res["time_s"]
     # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
     bw1 = bw_eff[:, 0]
