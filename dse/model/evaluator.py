@@ -1927,8 +1927,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
     t_bound = sums[POINT_SUMS.index("bound_matrix"):POINT_SUMS.index("bound_local") + 1]
-    out = {
-        **res,
+    out = {  # (the results in the order the columns have always had)
+        "time_s": time_s,
+        "time_per_token_s": res["time_per_token_s"],
+        "tokens_per_s": res["tokens_per_s"],
         "ttft_s": time_s if w.phase == "prefill" else _NAN,
         "t_matrix_s": _sum(t_matrix, cnt),
         "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
@@ -1937,6 +1939,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_memory_compulsory_s": _sum(t_comp, cnt),
         "t_read_s": t_read,
         "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
+        "t_overhead_s": res["t_overhead_s"],
         "t_link_s": t_link,
         "t_allreduce_s": t_ar,
         "allreduce_algorithm": ar_algo.astype(float),
@@ -1967,10 +1970,15 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,
         "bytes_compulsory": _sum(bytes_comp, cnt),
+        "energy_j": res["energy_j"],
+        "energy_memory_j": res["energy_memory_j"],
         "energy_compute_j": E_compute,
+        "energy_static_j": res["energy_static_j"],
         "energy_register_j": point["e_register"],
         "energy_local_j": point["e_local"],
         "energy_l2_j": point["e_l2"],
+        **{k: res[k] for k in ("energy_weights_j", "energy_kv_j", "energy_per_token_j", "power_w", "clock_ratio",
+                               "sustained_clock_hz", "mbu")},
     }
     # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
     # three operators draw theirs together, over the block's time)
@@ -1986,8 +1994,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["static_power_w"] = leak1[:, 0]
     out["clock_power_w"] = clk1[:, 0]
     out["fixed_power_w"] = fixed1[:, 0]
+    out["idle_power_w"] = res["idle_power_w"]
     out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(time_s.shape, dtype=bool)
+    out["voltage_v"] = res["voltage_v"]
     out["quant_error"] = np.array([w.quant_error])
+    out["mfu"] = res["mfu"]
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
     out["bound_code"] = point["bound_code"].astype(np.int64)
     # capacity (seed 004 §4.3.1)
