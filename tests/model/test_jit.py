@@ -790,7 +790,14 @@ def test_operator_sums_on_the_vector_lanes(n_ops):
     col = x[:, :1]
     np.testing.assert_allclose(ev._sum(col, cnt), col[:, 0] * cnt.sum(), rtol=1e-15)
     # a sum starts from +0: terms of -0.0 sum to +0.0 (IEEE 754: 0 + -0 = +0), one operator per point too
-    _same_bits(ev._sum(np.full((3, n_ops), -0.0), np.ones(n_ops)), np.zeros(3))
+    _same_bits(ev._sum(np.full((3, n_ops), -0.0), np.full(n_ops, 2.0)), np.zeros(3))
+    if n_ops > 1:
+        _same_bits(ev._sum(np.full((3, n_ops), -0.0), np.ones(n_ops)), np.zeros(3))
+    else:  # one operator counted once: its own values (-0.0 too), read-only, the caller's array left writable
+        own = np.array([[-0.0], [1.5], [np.inf]])
+        got = ev._sum(own, np.ones(1))
+        _same_bits(got, own[:, 0])
+        assert not got.flags.writeable and own.flags.writeable
 
 
 def test_cache_folder_follows_every_model_source(tmp_path):
