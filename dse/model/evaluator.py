@@ -1963,8 +1963,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_die_link_s": _sum(t_d2d, cnt, t_op.shape),
         "die_link_bytes": d2d_tot,
         "die_placement_centralized": (np.where(np.broadcast_to(central, t_op.shape) > 0, t_op * cnt, 0.0).sum(axis=1)
-                                      / np.maximum(device, 1e-300) if np.any(central) else np.zeros(time_s.shape)),
-        "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(time_s.shape, np.nan)),
+                                      / np.maximum(device, 1e-300) if np.any(central) else np.zeros(1)),
+        "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(1, np.nan)),
         "system_chips": p_sys,
         "time_matrix_bound_s": t_bound[0],
         "time_vector_bound_s": t_bound[1],
@@ -2010,7 +2010,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["clock_power_w"] = clk1[:, 0]
     out["fixed_power_w"] = fixed1[:, 0]
     out["idle_power_w"] = res["idle_power_w"]
-    out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(time_s.shape, dtype=bool)
+    out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(1, dtype=bool)
     out["voltage_v"] = res["voltage_v"]
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = res["mfu"]
