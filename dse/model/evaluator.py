@@ -1022,8 +1022,8 @@ def _sum(x, cnt, shape=None):
     the sum of the products). Each row is summed by the same loop over its C-contiguous values whatever the number
     of rows, so N points give the numbers of one point at a time, to the bit; a broadcast row is summed once, and
     comes back as one value, (1,) (the block's results of one value at every point are laid over the points at
-    the end, evaluate_workload). One operator counted once (a GEMM alone): its values as they are, a read-only
-    view (27 sums of 100,000 points, ~6% of a GEMM's evaluation, issue 20). ``shape``: (points, operators) to
+    the end, evaluate_workload). One operator counted once (a GEMM alone): its values as they are (-0.0 too), a
+    read-only view (27 sums of 100,000 points, ~6% of a GEMM's evaluation, issue 20). ``shape``: (points, operators) to
     broadcast ``x`` to first (where it is not that shape already)."""
     if shape is not None and (type(x) is not np.ndarray or x.shape != shape):
         x = np.broadcast_to(x, shape)
@@ -1046,8 +1046,8 @@ def _sum(x, cnt, shape=None):
 def _sums_kernel(x, w):
     """Per row of ``x`` (rows x len(w), flat) the sum of x[row, j] w[j]: on the vector lanes, in the order LLVM gives
     a row of that length (jit.sums_kernel; within 1e-15 of the sums in einsum's order; issue 20: 0.76 -> 0.27 ms
-    for 17 sums of 7,700 x 16). One operator per point (a GEMM alone): a loop along the points, on the vector lanes
-    (the same 0 + x w: 100,000 points 48 -> ~15 us)."""
+    for 17 sums of 7,700 x 16). One operator per point counted more than once (:func:`_sum` passes one counted once
+    as it is): a loop along the points, on the vector lanes (the same 0 + x w: 100,000 points 48 -> ~15 us)."""
     k = w.size
     rows = x.size // k
     out = np.empty(rows)
