@@ -77,11 +77,13 @@ def matrix_energy_per_flop(arithmetic, overhead):
     return arithmetic * (1.0 + overhead)
 
 
+@jit.rule
 def leakage_power(logic_mm2, sram_mm2, leak_logic, leak_sram):
     """Leakage at the nominal voltage (W): logic and SRAM area x the node's densities (processes.yaml)."""
     return logic_mm2 * leak_logic + sram_mm2 * leak_sram
 
 
+@jit.rule
 def clock_power(unit_logic_mm2, clock_energy, rated_clock):
     """Clock tree and control power at the rated clock and V_nom (W): J per cycle per mm^2 x area x clock."""
     return unit_logic_mm2 * clock_energy * rated_clock

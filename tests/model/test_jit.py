@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dse.model import evaluator as ev, hierarchy, jit, power, tiling
+from dse.model import area, evaluator as ev, hierarchy, jit, power, tiling
 
 RNG_SEED = 20
 
@@ -319,6 +319,82 @@ def test_peak_power_kernel_is_the_largest_format_power():
         ev._peak_power_kernel(got, fpc[f, 0], e_fmt[f][0], 2.0, jit.points(units, n), jit.points(clock, n),
                               jit.points(s1, n))
     _same_bits(got, want)
+
+
+def test_chip_power_kernel_equals_its_rules():
+    """The chip's power figures in one pass (dse.model.evaluator._chip_power_kernel) against numpy applying the rules
+    of dse.model.power on arrays as power_inputs' docstring composes them (leakage of the dies' logic and SRAM, or
+    the chip's power.static; clock power at the rated clock, which is the clock where none is given, or the chip's
+    power.clock; d = clock / rated; V1 by the voltage law; its dynamic-energy scale; the fixed power at the design
+    clock), to the bit, on random inputs with NaNs (figures not given), infinite and NaN leakage densities and -0.0:
+    sums of parts per set of points alike (an inverse) and per point (None), figures per point and as numbers.
+    A wrong part summed, a given figure ignored or a select reversed fails here."""
+    rng = np.random.default_rng(RNG_SEED + 17)
+    n, sets = 400, 37
+    logic, sram, clocked = (rng.choice([0.0, -0.0, 3.0, 250.0, 812.5], sets) for _ in range(3))
+    inverse = rng.integers(0, sets, n)
+    dies = rng.choice([1.0, 2.0, 8.0], n)
+    leak_logic, leak_sram = rng.choice([0.0, 0.05, 0.2, np.inf, np.nan], n), rng.choice([0.0, 0.01, 0.03], n)
+    static, given_clock = rng.choice([np.nan, 0.0, 80.0], n), rng.choice([np.nan, 40.0], n)
+    rated_clock, clock = rng.choice([np.nan, 1.98e9, 1.5e9], n), rng.uniform(0.5e9, 3e9, n)
+    clock_energy = rng.choice([0.0, 2e-12, 7e-12], n)
+    v_min, v_nom, v_th = rng.uniform(0.5, 0.7, n), rng.choice([0.75, 0.9, 1.0], n), rng.choice([-0.0, 0.25, 0.3], n)
+    inputs = (dies, leak_logic, leak_sram, static, rated_clock, clock, clock_energy, given_clock, v_min, v_nom, v_th)
+
+    def rules(at, x):
+        d_, ll, ls, st, rc, ck, ce, gc, vmin, vnom, vth = x
+        with jit.quiet():
+            leak = power.leakage_power(logic[at] * d_, sram[at] * d_, ll, ls)
+            leak = np.where(np.isnan(st), leak, st)
+            rated = np.where(np.isnan(rc), ck, rc)
+            clk = power.clock_power(clocked[at] * d_, ce, rated)
+            clk = np.where(np.isnan(gc), clk, gc)
+            d = ck / rated
+            v1 = power.voltage_at(d, vmin, vnom, vth)
+            return np.array([leak, clk, rated, d, v1 + 0.0 * leak, power.dynamic_energy_scale(v1, vnom),
+                             power.fixed_power_core(leak, clk, d, 1.0, v1, vnom)]), int((~np.isfinite(leak)).sum())
+
+    def kernel(sums, inv, x, rows):
+        out, unusual = ev._chip_power_kernel(*(jit.points(a, a.size) for a in sums), inv, *x, rows)
+        return out[:, :rows], unusual
+
+    want, unusual = rules(inverse, inputs)
+    got, got_unusual = kernel((logic, sram, clocked), inverse, tuple(jit.points(x, n) for x in inputs), n)
+    _same_bits(got, want)
+    assert got_unusual == unusual > 0 and np.isnan(got[4]).any() and (got[0] > 0).any()
+    # the sums per point (no sets), the figures every point shares as numbers
+    numbers = tuple(x[0] if k in (0, 1, 2, 6, 8, 9, 10) else jit.points(x, n) for k, x in enumerate(inputs))
+    want, unusual = rules(inverse, tuple(np.broadcast_to(x, n) for x in numbers))
+    got, got_unusual = kernel(tuple(x[inverse] for x in (logic, sram, clocked)), None, numbers, n)
+    _same_bits(got, want)
+    assert got_unusual == unusual
+
+
+def test_power_inputs_of_many_points_are_each_points_own():
+    """power_inputs of N points (one pass of a kernel, the package's sums per set of points alike, a figure every
+    point shares given back as one number) equals power_inputs of each point alone, to the bit: with the chip's own
+    power figures or the model's, infinite leakage densities (NaN voltages: V + 0 x leakage) and -0.0 voltages; and
+    the same with the package given (dse.model.area.package_area_for) as computed for its sums of parts alone."""
+    from dse.hardware import Chips, load_chip
+    rng = np.random.default_rng(RNG_SEED + 19)
+    n = 60
+    for base, over in (("h100-sxm", {"units": rng.choice([66.0, 132.0], n), "clock": rng.uniform(1e9, 2e9, n),
+                                     "power.static": rng.choice([np.nan, 90.0], n),
+                                     "power.clock": rng.choice([np.nan, 25.0], n)}),
+                       ("mi355x", {"units": rng.choice([128.0, 256.0], n), "tech.leak_logic": np.full(n, np.inf),
+                                   "tech.v_threshold": np.full(n, -0.0)}),
+                       ("tpu-v1", {"clock": rng.uniform(0.5e9, 1e9, n), "power.rated_clock": np.full(n, 0.7e9)})):
+        chips = Chips.from_base(load_chip(base), n, over)
+        many = ev.power_inputs(chips)
+        # (the package computed for the sums of its parts alone, or given whole: the same figures)
+        for k, v in ev.power_inputs(chips, package=area.package_area_for(chips)).items():
+            _same_bits(np.broadcast_to(many[k], n), np.broadcast_to(v, n))
+        for i in range(0, n, 7):
+            for k, v in ev.power_inputs(chips.take(i)).items():
+                _same_bits(np.asarray(many[k], dtype=float)[i:i + 1], np.asarray(v, dtype=float))
+        # (infinite leakage: every voltage figure + 0 x leakage is NaN; else each finite)
+        law = np.array([np.broadcast_to(many[k], n) for k in ("v1", "v_min", "v_nom", "v_th")])
+        assert np.isnan(law).all() if base == "mi355x" else np.isfinite(law).all()
 
 
 def test_group_power_kernel_is_the_fused_blocks_power():
