@@ -245,13 +245,10 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         raise ValueError(f"sustained_operating_point takes arrays of up to 2 dimensions, got shape {shape}")
     rows, n_ops = (1,) * (2 - len(shape)) + shape  # (points, operators)
 
-    def laid(x):  # one value per point: (points,); else (points or 1, operators), C-ordered (no copy where it is);
-        # a value every point and operator shares: that number
+    def laid(x):  # one value per point: (points,); else (points or 1, operators), C-ordered (no copy where it is)
         if type(x) is np.ndarray and x.ndim == 2 and x.shape[1] == 1:  # (a column: the common case, quickly)
-            return float(x.item(0)) if x.shape[0] == 1 else jit.points(x, rows)
+            return jit.points(x, rows)
         x = np.asarray(x, dtype=float)
-        if x.size == 1:
-            return float(x.item(0))
         x = x.reshape((1,) * (2 - x.ndim) + x.shape)
         if x.shape[1] == 1:
             return jit.points(x[:, 0], rows)
@@ -265,8 +262,8 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
 
 def _row(x, p):
     """Point p's values of an input laid out by :func:`sustained_operating_point`: its value, or its row of
-    operators (a row of one for a per-operator input); a number shared by every point and operator itself."""
-    return x if np.ndim(x) == 0 else x[p] if np.ndim(x) == 1 else x[min(p, len(x) - 1)]
+    operators (a row of one for a per-operator input)."""
+    return x[p] if np.ndim(x) == 1 else x[min(p, len(x) - 1)]
 
 
 #: operator o's value in a :func:`_row`: the point's value itself, or the row's entry o
@@ -276,8 +273,6 @@ _of = jit.of_op
 @jit.overload_numbers(_row)
 def _row_numbers(x, p):
     """:func:`_row` in kernels, by the input's type."""
-    if not jit.is_array(x):
-        return lambda x, p: x
     if x.ndim == 1:
         return lambda x, p: x[p]
     return lambda x, p: x[min(p, x.shape[0] - 1)]
@@ -286,10 +281,8 @@ def _row_numbers(x, p):
 @jit.kernel
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
                       scaling, rows, n_ops, floor, steps):
-    """:func:`sustained_operating_point` on inputs of one value per point ((points,)), of shape (points or 1,
-    operators), or one number for every point and operator (a chip's figure no point changes: held in a register,
-    not read from an array laid over the points: 100,000 GEMM points 2.0 -> 1.7 ms in place, issue 20): (r,
-    stretch), each (points, operators). One pass over a point's operators finds those over TDP at
+    """:func:`sustained_operating_point` on inputs of one value per point ((points,)) or of shape (points or 1,
+    operators): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
     the design clock (a point's values loaded once; its inputs read in place, no transposed copies); the entries
     over are bisected :data:`BISECTION_CHUNK` at a time, their inputs gathered (the rates of
     :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache through the steps, with
