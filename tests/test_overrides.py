@@ -269,13 +269,6 @@ def test_a_figure_no_point_changes_is_held_once(name):
     assert over_points(3.0, 4).tolist() == [3.0] * 4 and over_points(np.arange(4.0), 4).tolist() == [0, 1, 2, 3]
     with pytest.raises(ValueError):
         over_points(np.arange(3.0), 4)
-    # points taken with their shared figures kept shared: the values of take's copies, the shared ones of stride 0
-    idx = np.array([3, 0, 17, 3])
-    taken, kept = chips.take(idx), chips.take(idx, shared=True)
-    assert kept.n == 4 and kept.names == taken.names == [chips.names[i] for i in idx]
-    for k, v in taken.arrays.items():
-        assert np.array_equal(kept[k], v, equal_nan=True), k
-        assert (kept[k].strides == (0,)) == (k in shared), k
 
 
 def test_scalar_tables_agree_with_the_derivation():

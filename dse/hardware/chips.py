@@ -200,19 +200,12 @@ class Chips:
             return np.full(1, default, dtype=float)
         return a if a.shape[0] == 1 else a[:1] if a.strides[0] == 0 else a
 
-    def take(self, index, shared: bool = False) -> "Chips":
-        """The points ``index``. ``shared``: a figure every point shares stays that one value laid over the points
-        taken (read-only, :func:`same_at_every_point`), not copied to each (dse.model.area.part_sets_for)."""
+    def take(self, index) -> "Chips":
         idx = np.atleast_1d(np.asarray(index))
-        m = idx.size
-
-        def pick(v):  # (a view of stride 0 of m values: its first m)
-            return v[:m] if shared and v.shape[0] >= m and v.strides[0] == 0 else v[idx]
-        arrays = {k: pick(v) for k, v in self.arrays.items()}
-        at = idx.tolist()
-        names = [self.names[i] for i in at]
-        specs = [self.specs[i] for i in at] if self.specs else None
-        inputs = {k: pick(v) for k, v in self.inputs.items()} if self.inputs is not None else None
+        arrays = {k: v[idx] for k, v in self.arrays.items()}
+        names = [self.names[i] for i in idx]
+        specs = [self.specs[i] for i in idx] if self.specs else None
+        inputs = {k: v[idx] for k, v in self.inputs.items()} if self.inputs is not None else None
         return Chips(arrays, self.formats, names, specs, self.base, inputs)
 
 

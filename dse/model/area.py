@@ -672,34 +672,10 @@ def part_sets(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`part_sets` of :func:`package_area_for`'s package, without the package's other results laid over the
-    points (the evaluator's power model reads these sums only). Points built on one chip (``Chips.from_base``)
-    alike in every figure but those the package does not read (:data:`NOT_PACKAGE_INPUTS`,
-    :data:`NOT_PACKAGE_PREFIXES`: a sweep of the clock or the power leaves the package as it is) are one package,
-    found on the chips' own figures before the package's inputs are derived from them, which are then derived for
-    one point of each set (100,000 GEMM points, 1,864 sets: 2.6 -> 2.2 ms in the evaluation) (issue 20)."""
+    points (the evaluator's power model reads these sums only: 100,000 GEMM points, 2.8 -> 2.0 ms) (issue 20)."""
     process, memory = process_and_memory(chips)
-    n, inverse = len(chips), None
-    if n > 1 and not chips.specs:  # (from specs, each point's node and memory are its own: the package's inputs)
-        vary = [a for k, a in chips.arrays.items() if not _not_package_input(k) and not same_at_every_point(a)]
-        alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
-        if alike is not None:  # (at least half the points repeat)
-            first, inverse = alike
-            chips = chips.take(first, shared=True)
-    r, sets, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech)
-    if inverse is not None and sets is not None:  # (sets of the points taken: each point's set among them)
-        inverse = sets[inverse]
-    return (*_part_sums(r), sets if inverse is None else inverse)
-
-
-#: chip figures the package does not read, by name and by the start of a name (tests/model/test_area.py checks
-#: every chip of the catalog): points that differ only in them have the same package (:func:`part_sets_for`)
-NOT_PACKAGE_INPUTS = frozenset({"clock", "tdp", "l2_bytes_per_cycle", "local_bytes_per_cycle", "memory.capacity",
-                                "tech.clock_energy"})
-NOT_PACKAGE_PREFIXES = ("power.", "energy.", "system.", "calibration.", "reference.", "tech.v_", "tech.leak_")
-
-
-def _not_package_input(name: str) -> bool:
-    return name in NOT_PACKAGE_INPUTS or name.startswith(NOT_PACKAGE_PREFIXES)
+    r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech)
+    return (*_part_sums(r), inverse)
 
 
 def _part_sums(parts: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

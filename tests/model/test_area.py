@@ -474,59 +474,6 @@ def test_alike_points_computed_once_match_each_point_alone(base):
     assert a.alike is not None and len(a.parts) == len(area.PARTS)
 
 
-def test_the_package_reads_none_of_the_figures_said_not_to_enter_it():
-    """area.part_sets_for finds points of one package on the chips' figures but those the package does not read
-    (area.NOT_PACKAGE_INPUTS, NOT_PACKAGE_PREFIXES): every chip of the catalog, from its spec and as points built
-    on it, evaluated with every figure read recorded; none of those figures may be read (a rule that starts to read
-    one must take it off the list, else points that differ in it would share a package)."""
-    read = set()
-
-    class Recorded(dict):
-        def __getitem__(self, k):
-            read.add(k)
-            return dict.__getitem__(self, k)
-
-        def get(self, k, default=None):
-            read.add(k)
-            return dict.get(self, k, default)
-
-        def __contains__(self, k):
-            read.add(k)
-            return dict.__contains__(self, k)
-
-    from dse.hardware.catalog import catalog_names
-    names = catalog_names()
-    assert len(names) >= 15
-    for name in names:
-        spec = load_chip(name)
-        for chips in (Chips.from_specs([spec, spec]), Chips.from_base(spec, 3, {"units": np.array([8.0, 16.0, 8.0])})):
-            chips.arrays = Recorded(chips.arrays)
-            area.part_sets_for(chips)
-            area.package_area_for(chips)
-    assert {"units", "hbm.stacks", "l2", "local_buffer", "dies"} <= read  # (the recording sees what is read)
-    wrong = sorted(k for k in read if area._not_package_input(k))
-    assert not wrong, f"the package reads {wrong}, listed as figures it does not read"
-
-
-def test_points_alike_in_the_package_figures_share_its_sums():
-    """part_sets_for of points built on a chip that vary in figures the package reads (units, L2, HBM stacks) and
-    in figures it does not (clock, TDP, leakage, a figure no point varies): the sums of parts of each point are
-    those of its own package (package_area_for), to the bit, with fewer sets than points."""
-    rng = np.random.default_rng(3)
-    n = 300
-    over = {"units": rng.choice([66.0, 132.0], n), "l2": rng.choice([2.5e7, 5e7], n),
-            "hbm.stacks": rng.choice([4.0, 6.0], n), "clock": rng.uniform(1e9, 2e9, n),
-            "tdp": rng.uniform(300.0, 900.0, n), "tech.leak_logic": rng.uniform(0.01, 0.1, n)}
-    chips = Chips.from_base(load_chip("h100-sxm"), n, over)
-    *sums, inverse = area.part_sets_for(chips)
-    assert inverse is not None and sums[0].size <= 8
-    for got, want in zip(sums, area.part_sums(area.package_area_for(chips))):
-        assert np.array_equal(got[inverse], want)
-    alone = [area.part_sums(area.package_area_for(chips.take(i))) for i in range(0, n, 37)]
-    for k, i in enumerate(range(0, n, 37)):
-        assert all(np.array_equal(s[inverse[i]:inverse[i] + 1], a) for s, a in zip(sums, alone[k]))
-
-
 def test_matrix_area_is_the_max_over_formats():
     base = load_chip("h100-sxm")
     fp4 = "matrix.flops_per_cycle.mxfp4"
