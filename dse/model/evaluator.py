@@ -74,9 +74,8 @@ Points alike in what a rule reads are evaluated once where at least half the
 points repeat (jit.distinct): the default tiles (compared in cycles, so the
 clock does not enter them), the cache re-reads and the working set of points
 with the same tiles, the package area and the power model's sums of its parts
-(dse.model.area.package_area, part_sets_for: points alike in the chips' own
-figures but those the package does not read), and the chip's power figures
-laid over them in one compiled pass (_chip_power_kernel). A result of one
+(dse.model.area.package_area, part_sets_for), the chip's power figures then
+laid over the points in one compiled pass (_chip_power_kernel). A result of one
 value at every point comes back as that value laid over the points (read-only,
 stride 0).
 """
