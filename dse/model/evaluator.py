@@ -816,10 +816,10 @@ def _chip_power_kernel(logic, sram, clocked, inverse, dies, leak_logic, leak_sra
     ``clocked``: the package's sums of parts per set of points alike (``inverse``: each point's set) or per point
     (``inverse`` None); the other inputs an array of the points or one number for every point (jit.of_op). One
     pass where numpy made ~25 over the points, the sums of parts laid over the points first (a loop of loads from
-    a table, apart from the loop on the vector lanes: 100,000 GEMM points 0.46 -> 0.28 ms) (issue 20)."""
+    a table, apart from the loop on the vector lanes: 100,000 GEMM points 0.46 -> 0.22 ms) (issue 20)."""
     parts = jit.staggered(3, rows)
     for i in range(rows):
-        s = set_of(inverse, i)
+        s = jit.set_of(inverse, i)
         parts[0, i], parts[1, i], parts[2, i] = logic[s], sram[s], clocked[s]
     out = jit.staggered(7, rows)
     unusual = 0
@@ -842,18 +842,6 @@ def _chip_power_kernel(logic, sram, clocked, inverse, dies, leak_logic, leak_sra
         out[6, i] = pw.fixed_power_core(leak, clk, d, 1.0, v1, vnom)
         unusual += zero != 0.0
     return out, unusual
-
-
-def set_of(inverse, i: int) -> int:
-    """Point i's set of points alike (``inverse[i]``; ``i`` itself where ``inverse`` is None: one set a point)."""
-    return i if inverse is None else int(inverse[i])
-
-
-@jit.overload_numbers(set_of)
-def _set_of_numbers(inverse, i):
-    if jit.is_array(inverse):
-        return lambda inverse, i: inverse[i]
-    return lambda inverse, i: i
 
 
 @jit.rule

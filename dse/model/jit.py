@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
-           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "laid_over", "of_op",
-           "op_count", "is_integer", "is_array", "quiet", "compiler"]
+           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "laid_over", "set_of",
+           "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -468,6 +468,12 @@ def _laid_over_kernel(values, inverse):
     return out
 
 
+def set_of(inverse, i: int) -> int:
+    """Point i's set of points alike: ``inverse[i]`` (:func:`distinct`'s inverse), ``i`` itself where ``inverse`` is
+    None (each point its own set)."""
+    return i if inverse is None else int(inverse[i])
+
+
 def of_op(x, j):
     """Operator ``j``'s value of a per-operator kernel argument: ``x[j]`` of an array, ``x`` itself of a number.
     A block of one operator per point passes its per-operator values as numbers and ``None`` for the operator count
@@ -489,6 +495,13 @@ def _of_op_numbers(x, j):
     if is_array(x):
         return lambda x, j: x[j]
     return lambda x, j: x
+
+
+@overload_numbers(set_of)
+def _set_of_numbers(inverse, i):
+    if is_array(inverse):
+        return lambda inverse, i: inverse[i]
+    return lambda inverse, i: i
 
 
 @overload_numbers(op_count)

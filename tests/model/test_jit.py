@@ -285,6 +285,7 @@ def test_per_operator_values_and_count():
     number as it is (one operator per point); None counts one operator."""
     assert jit.of_op(np.array([1.0, 2.5]), 1) == 2.5 and jit.of_op(4.0, 3) == 4.0
     assert jit.op_count(None) == 1 and jit.op_count(7) == 7
+    assert jit.set_of(None, 3) == 3 and jit.set_of(np.array([2, 0, 1]), 1) == 0
 
 
 def test_peak_power_kernel_is_the_largest_format_power():
