@@ -21,8 +21,9 @@ N and its "ref CPU" is for those). ``--tables`` adds the per-operator breakdown 
 Targets (issue 20: the evaluator is the inner loop of every search): >= 1e7 GEMM designs/s and >= 1e6
 decode-step designs/s on one core at N >= 1e5, and N = 1 in <= 100 us, checked on the CPU time of the
 process (one thread), which a busy machine disturbs less than the wall clock; both are printed, with the load
-average before and after. The last two lines, ``best gemm designs/s: N`` and ``best decode designs/s: N``
-(CPU time, the best N >= 1e5), are for scripts.
+average before and after and the machine's speed that day (:func:`machine_speed`: memory streaming and a
+Python call, to compare runs of different days). The last two lines, ``best gemm designs/s: N`` and ``best decode
+designs/s: N`` (CPU time, the best N >= 1e5), are for scripts.
 """
 
 from __future__ import annotations
@@ -65,6 +66,34 @@ def pin_one_core() -> str:
         return f"pinned to CPU {cpu}"
     except (AttributeError, OSError):
         return "not pinned"
+
+
+def machine_speed() -> str:
+    """The machine's speed in the two regimes the evaluator runs in, to compare runs of different days on a shared
+    machine (this one's ran ~25% apart from one day to the next): numpy streaming an add through 16 MB (the
+    caches) and 160 MB (main memory), GB/s read + written, best of 5; and a Python function call (a call of one
+    design is ~3,000 of them)."""
+    def stream(n):
+        a, b = np.random.default_rng(0).random(n), np.empty(n)
+        np.add(a, 1.0, out=b)
+        best = min(_seconds(lambda: np.add(a, 1.0, out=b)) for _ in range(5))
+        return 16.0 * n / best / 1e9
+
+    def call(x):
+        return x
+
+    def calls():
+        for i in range(100_000):
+            call(i)
+    per_call = min(_seconds(calls) for _ in range(5)) / 100_000
+    return (f"machine: numpy add streams {stream(1_000_000):.0f} GB/s through 16 MB, {stream(10_000_000):.0f} GB/s "
+            f"through 160 MB; a Python call {per_call * 1e9:.0f} ns")
+
+
+def _seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def design_points(n: int, seed: int = 0, continuous: bool = False) -> Chips:
@@ -123,6 +152,7 @@ def main(argv=None) -> int:
     print(f"dse evaluator benchmark -- python {platform.python_version()}, numpy {np.__version__}, "
           f"{platform.machine()}, {pin_one_core() if args.pin else 'not pinned'}, threads=1, "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(machine_speed())
     wls = workloads()
     print(f"workloads: {', '.join(f'{k} ({len(w.ops)} operators)' for k, w in wls.items())}; "
           f"points: H100 with random units, clock, hbm.stacks{', L2, local buffer' if args.continuous else ''}")
