@@ -10,6 +10,7 @@ here depends on speed.
 from __future__ import annotations
 
 import inspect
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -891,6 +892,32 @@ def test_cache_folder_follows_every_model_source(tmp_path):
     assert jit._cache_dir(model) == first
     (model / "tiling.py").write_bytes((model / "tiling.py").read_bytes() + b"\n# changed\n")
     assert jit._cache_dir(model) != first
+
+
+def test_build_lock_is_per_kernel():
+    """A kernel's build lock keeps a second builder of the same kernel out (its cache files are written in two
+    steps) and lets a builder of another kernel in (one lock for every kernel kept test workers waiting on each
+    other's compiles). flock's locks belong to an open file, so a second open in this process stands for a second
+    process. (Names of no kernel: a test worker building a real one does not get in the way.)"""
+    fcntl = pytest.importorskip("fcntl")
+    jit.compiler()  # (the cache folder, where the lock files are)
+
+    def free(name):
+        with open(jit._lock_path(name), "a+") as other:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    a, b = f"tests.lock-a-{os.getpid()}", f"tests.lock-b-{os.getpid()}"
+    with jit._build_lock(a):
+        assert not free(a)
+        assert free(b)
+    assert free(a)
+    for name in (a, b):
+        os.remove(jit._lock_path(name))
 
 
 @pytest.mark.parametrize("name", ["tile_candidates", "choose_tile", "_tile_time", "_best_split", "padded_gemm_flops",
