@@ -1013,7 +1013,8 @@ def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clock
         busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(*full, *(int(c) for c in cols))
         r, st = pw.sustained_operating_point(tdp, e_comp_g[:, None], e_mem_g[:, None], busy_g[:, None],
                                              clocked_g[:, None], t_mem_g[:, None], leak, clk, law, MIN_CLOCK_RATIO)
-        cr[:, list(cols)], stretch[:, list(cols)] = r, st
+        at = slice(cols[0], cols[0] + 3) if tuple(cols) == tuple(range(cols[0], cols[0] + 3)) else list(cols)
+        cr[:, at], stretch[:, at] = r, st  # (a slice where the three are side by side: no fancy indexing)
     return cr, stretch
 
 
