@@ -669,7 +669,7 @@ class OptunaSolver(Solver):
             if i not in kept:
                 p = t.params  # a copy each time: take it once
                 seen.discard(tuple(p[n] for n in names))
-                mem.tell(t, state=TrialState.FAIL)
+                compat.tell(mem, t, state=TrialState.FAIL)
                 self.n_screened_out += 1
         return [trials[i] for i in keep], {n: v[keep] for n, v in params.items()}
 
@@ -706,7 +706,7 @@ class OptunaSolver(Solver):
                 params = t.params  # a copy each time: take it once
                 key = tuple(params[n] for n in names)
                 if self.unique and key in seen:
-                    mem.tell(t, state=TrialState.FAIL)
+                    compat.tell(mem, t, state=TrialState.FAIL)
                     self.n_redrawn += 1
                     continue
                 take(t, key)
@@ -762,7 +762,7 @@ class OptunaSolver(Solver):
             if prob.describe is not None:
                 t.set_user_attr(PARAMS_KEY, prob.describe(t.params))
             vals = [_finite(x, w) if not math.isinf(x) else math.copysign(BIG, x) for x, w in zip(f, worst)]
-            mem.tell(t, vals)
+            compat.tell(mem, t, vals)
 
 
 def default_population(budget: int, batch: int | None = None) -> int:

@@ -197,6 +197,40 @@ def test_polynomial_mutation():
     assert all(0.0 <= t.params["a"] <= 1.0 and 0 <= t.params["b"] <= 9 for t in study.trials)
 
 
+# ------------------------------------------------------------ telling a trial
+
+
+def test_tell(monkeypatch):
+    """compat.tell finishes trials as Study.tell does (states, values, what the sampler and best_trials see), a
+    failed one with its warning, and makes no deep copy (Study.tell makes one per trial: the patch point counts)."""
+    import optuna.study.study as study_module
+
+    copies = []
+    real = study_module.copy.deepcopy
+    monkeypatch.setattr(study_module.copy, "deepcopy", lambda x, *a: copies.append(1) or real(x, *a))
+    studies = []
+    for tell in (lambda s, t, v=None, state=None: s.tell(t, v, state), compat.tell):
+        study = optuna.create_study(directions=["minimize", "minimize"],
+                                    sampler=optuna.samplers.RandomSampler(seed=3))
+        told = [study.ask(DISTS) for _ in range(4)]
+        before = len(copies)
+        tell(study, told[0], [1.0, 2.0])
+        tell(study, told[1], state=TrialState.FAIL)
+        tell(study, told[2], [0.5, 3.0])
+        with pytest.warns(UserWarning, match="not acceptable"):  # (Optuna's own check, kept: a NaN objective fails)
+            tell(study, told[3], [float("nan"), 1.0])
+        studies.append((study, len(copies) - before))
+    (plain, plain_copies), (quiet, quiet_copies) = studies
+    assert plain_copies == 4 and quiet_copies == 0
+    assert [(t.state, t.values, t.params) for t in quiet.trials] == [(t.state, t.values, t.params)
+                                                                   for t in plain.trials]
+    assert [t.state for t in quiet.trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE,
+                                               TrialState.FAIL]
+    assert [t.number for t in quiet.best_trials] == [0, 2]
+    with pytest.raises(ValueError, match="Cannot tell a COMPLETE trial"):  # a finished trial is refused, as by Study.tell
+        compat.tell(quiet, quiet.trials[0].number, [1.0, 1.0])
+
+
 # ------------------------------------------------------------ constraints and objective names
 
 
