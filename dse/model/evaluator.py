@@ -554,8 +554,9 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
                         and op[o2, 4] == emax:
                     same = o2
                     break
-        if same >= 0:
-            tm_o[:], tn_o[:], split_o[:] = tm_t[same], tn_t[same], split_t[same]
+        if same >= 0:  # (a loop, not a slice assignment: that compiles numba's string formatting for its error)
+            for r in range(rows):
+                tm_o[r], tn_o[r], split_o[r] = tm_t[same, r], tn_t[same, r], split_t[same, r]
         else:
             for r in range(rows):
                 tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
