@@ -179,7 +179,7 @@ def tell(study, trial, values=None, state=None) -> None:
     """``study.tell(trial, values, state)`` without its return value, a deep copy of the finished trial (its
     params, distributions, attributes) that dse never reads: the same private function Optuna's own optimize
     loop tells with (``optuna.study._tell._tell_with_warning``, warnings included). The default study tells
-    ~8,700 trials (its pre-screened candidates too): their copies were 1.7 of its 17 s under cProfile."""
+    8,685 trials (its pre-screened candidates too): 0.87 -> 0.17 s CPU of its ~10 s."""
     _tell_with_warning(study=study, trial=trial, value_or_values=values, state=state)
 
 

@@ -201,8 +201,9 @@ def test_polynomial_mutation():
 
 
 def test_tell(monkeypatch):
-    """compat.tell finishes trials as Study.tell does (states, values, what the sampler and best_trials see), a
-    failed one with its warning, and makes no deep copy (Study.tell makes one per trial: the patch point counts)."""
+    """compat.tell finishes trials as Study.tell does (states, values, params, best_trials), a NaN objective
+    failed with Optuna's warning, a finished trial refused, and makes no deep copy (Study.tell makes one per
+    trial: the patch point counts them)."""
     import optuna.study.study as study_module
 
     copies = []
