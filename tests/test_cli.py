@@ -198,3 +198,55 @@ def test_tiles_refuses_a_zero_dimension(capsys):
         main(["tiles", "--chip", "rtx-4090", "--m", "0", "--n", "4096", "--k", "4096"])
     assert e.value.code == 2
     assert "argument --m: expected an integer >= 1" in capsys.readouterr().err
+
+
+def test_a_fresh_kernel_cache_is_announced_before_compiling(tmp_path):
+    """The first run after an install or a change of dse/model compiles the kernels for about a minute before any
+    progress (the default study: 72 s instead of ~9 on this project's 2-core machine): on a terminal the CLI says
+    so first, where the kernels' cache holds none; it says nothing with a kernel's index there (numba writes one
+    per compiled kernel), nor outside a terminal (a log, CI: as the progress bar's plain lines), nor through the
+    Python API unless its caller shows INFO records of the "dse" logger. Each a fresh interpreter that loads
+    numba and compiles nothing, its standard error a pseudo-terminal or a pipe."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pty = pytest.importorskip("pty")
+    root = Path(__file__).resolve().parents[1]
+    cli = "from dse.cli import _show_notes; _show_notes(); "
+    load = "from dse.model import jit; jit.compiler()"
+    env = {**os.environ, "DSE_NUMBA_CACHE": str(tmp_path / "cache")}
+
+    def on_terminal(code):
+        leader, follower = pty.openpty()
+        try:
+            r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, stdout=subprocess.DEVNULL,
+                               stderr=follower, timeout=120)
+        finally:
+            os.close(follower)
+        text = b""
+        try:
+            while chunk := os.read(leader, 4096):
+                text += chunk
+        except OSError:  # (EIO: the terminal's other end closed, all read)
+            pass
+        os.close(leader)
+        assert r.returncode == 0, text[-2000:]
+        return text.decode(errors="replace")
+
+    def in_a_pipe(code):
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stderr
+
+    first = on_terminal(cli + load)
+    assert "dse: compiling the model's kernels for this machine: about a minute" in first
+    (folder,) = (tmp_path / "cache").iterdir()  # (numba-<digest of dse/model>)
+    assert str(folder) in first
+    assert "compiling" not in in_a_pipe(cli + load)  # (outside a terminal)
+    assert "compiling" not in on_terminal(load)  # (the API: an INFO record, not shown by default)
+    (folder / "model_x").mkdir()
+    (folder / "model_x" / "evaluator._rate_kernel-1.py311.nbi").write_bytes(b"")
+    assert "compiling" not in on_terminal(cli + load)

@@ -9,6 +9,7 @@ show a password (dse.storage.mask). README: "Errors and exit codes".
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from dse.cli import validate as validation
@@ -92,7 +93,27 @@ def _load_extra_commands() -> None:
         _EXTRA_COMMANDS.append(m.register)
 
 
+class _Notes(logging.Handler):
+    """dse's log records as ``dse: <message>`` lines on the standard error of the moment: warnings always (a torn
+    journal line cut), notes (INFO: the kernels' first compile, dse.model.jit.announce_compiling) on a terminal
+    only, for the person waiting there, as the progress bar (outside one: plain progress lines, no notes)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING and not sys.stderr.isatty():
+            return
+        print(f"dse: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _show_notes() -> None:
+    log = logging.getLogger("dse")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes(logging.INFO))
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
+    _show_notes()
     _load_extra_commands()
     parser = build_parser()
     args = parser.parse_args(argv)
