@@ -25,7 +25,8 @@ numbers to the bit (tests/model/test_jit.py).
 numba is imported when the first kernel is built, not with dse (``dse validate`` loads it: it evaluates one design
 to check a study's terms; so does ``dse.model.area.package_area``, a kernel since issue 20's third step). Kernels are
 cached on disk (``cache=True``) in a folder named by a digest of dse/model's sources (:func:`_cache_dir`): the
-first run after a change compiles them (seconds), later ones load them.
+first run after a change compiles them (about a minute for a study; :func:`announce_compiling` says so first),
+later ones load them.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers", "staggered", "where",
-           "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct", "laid_over", "set_of",
-           "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
+__all__ = ["OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers",
+           "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct",
+           "laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
