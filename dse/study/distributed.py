@@ -240,8 +240,12 @@ class _Limited:
             self.refused += 1
 
     def add_trials(self, trials) -> None:
-        for t in trials:
-            self.add_trial(t)
+        """The first ``room`` of ``trials`` in one call (optuna_compat.add_trials: one transaction on an RDB)."""
+        trials = list(trials)
+        take = trials[:max(self.room, 0)]
+        compat.add_trials(self._study, take)
+        self.room -= len(take)
+        self.refused += len(trials) - len(take)
 
     def __getattr__(self, name):
         return getattr(self._study, name)

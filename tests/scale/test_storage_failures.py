@@ -149,9 +149,8 @@ def _problem(tmp_path):
 def test_appends_that_fail_then_work_store_the_budget_exactly(tmp_path, waits, monkeypatch):
     """The database drops three appends (a restart): each batch is appended again, no trial twice."""
     url = f"sqlite:///{tmp_path / 's.db'}"
-    flaky = Flaky(optuna.storages.RDBStorage._create_new_trial, fails=3)
-    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial",
-                        lambda self, *a, **k: flaky(self, *a, **k))
+    flaky = Flaky(compat.add_trials, fails=3)  # (a batch's append: one transaction, optuna_compat.add_trials)
+    monkeypatch.setattr(compat, "add_trials", flaky)
     res = OptunaSolver(_problem(tmp_path), seed=0, budget=60, batch=20, storage=url,
                        study_name="qwen3-8b-decode-chip").run()
     assert res.n_evaluated == 60 and len(waits) == 3
@@ -170,8 +169,8 @@ def test_reading_the_storage_is_retried(tmp_path, waits, monkeypatch):
 def test_an_append_that_keeps_failing_is_a_storage_error_and_the_rest_is_kept(tmp_path, waits, monkeypatch):
     url = f"sqlite:///{tmp_path / 's.db'}"
     OptunaSolver(_problem(tmp_path), seed=0, budget=40, batch=20, storage=url, study_name="s").run()
-    flaky = Flaky(optuna.storages.RDBStorage._create_new_trial, fails=10**9)
-    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial", lambda self, *a, **k: flaky(self, *a, **k))
+    flaky = Flaky(compat.add_trials, fails=10**9)
+    monkeypatch.setattr(compat, "add_trials", flaky)
     with pytest.raises(StorageError, match="appending trials failed after"):
         OptunaSolver(_problem(tmp_path), seed=0, budget=80, batch=20, storage=url, study_name="s").run()
     assert flaky.calls == ATTEMPTS  # the final append of run() is not another round of attempts

@@ -411,6 +411,81 @@ def test_count_complete(tmp_path, monkeypatch):
     assert compat.count_complete(journal, journal.get_study_id_from_name("s")) == 2
 
 
+def _finished(n: int, first: int = 0) -> list:
+    """Finished trials with every kind of field Optuna stores: params of four distributions (one of log scale),
+    two values (infinities too), user and system attributes (nested JSON), intermediate values; a FAIL without
+    values."""
+    import datetime
+
+    dists = {**DISTS, "lg": FloatDistribution(1e-3, 10.0, log=True)}
+    out = []
+    for i in range(first, first + n):
+        start = datetime.datetime(2026, 12, 6, 5, 0, 0) + datetime.timedelta(seconds=i)
+        params = {"b": i % 10, "a": (i % 7) / 7, "one": 3, "k": "xy"[i % 2], "lg": 10.0 ** (i % 4 - 3)}
+        if i % 5 == 4:
+            t = optuna.trial.create_trial(state=TrialState.FAIL, params=params, distributions=dists)
+        else:
+            values = [float("inf"), -1.0] if i % 5 == 3 else [i * 0.5, -float(i)]
+            t = optuna.trial.create_trial(values=values, params=params, distributions=dists,
+                                          user_attrs={"dse:params": {"row": i, "v": [1.5, None]}},
+                                          system_attrs={"constraints:c": -0.25 * i, "gen": i // 3},
+                                          intermediate_values={0: float(i), 2: float("-inf")})
+        t.datetime_start, t.datetime_complete = start, start + datetime.timedelta(milliseconds=250)
+        out.append(t)
+    return out
+
+
+def _stored(study) -> list:
+    return [(t.number, t.state, t.values, t.params, t.distributions, t.user_attrs, t.system_attrs,
+             t.intermediate_values, t.datetime_start, t.datetime_complete) for t in study.get_trials()]
+
+
+def _rdb_url(kind: str, tmp_path, name: str) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / name}"
+    from tests.scale.pgserver import fresh_database, server_url
+
+    url, reason = server_url()
+    if url is None:
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    return fresh_database(url)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_add_trials(tmp_path, kind):
+    """The batch in one transaction stores what Optuna's own add_trials stores, field for field, numbered after
+    the trials already there; a batch Optuna refuses (a param of another distribution, a wrong number of values)
+    is refused whole, nothing of it stored; a journal gets Optuna's add_trials."""
+    studies = []
+    for name, add in (("optuna.db", lambda s, ts: s.add_trials(ts)), ("dse.db", compat.add_trials)):
+        storage = compat.rdb_storage(_rdb_url(kind, tmp_path, name))
+        study = optuna.create_study(storage=storage, study_name="s", directions=["minimize", "maximize"])
+        study.add_trials(_finished(3))  # (stored before, by Optuna: the batch's numbers follow them)
+        add(study, _finished(12, first=3))
+        add(study, [])
+        studies.append(study)
+    optunas, ours = (_stored(optuna.load_study(study_name="s", storage=s._storage._backend)) for s in studies)
+    assert [r[0] for r in ours] == list(range(15))
+    assert ours == optunas
+    dse_study = studies[1]
+    wrong = _finished(2, first=20)
+    wrong[1].distributions["b"] = FloatDistribution(0.0, 9.0)  # (b was an integer)
+    with pytest.raises(ValueError, match="Cannot set different distribution kind"):
+        compat.add_trials(dse_study, wrong)
+    with pytest.raises(ValueError, match="values"):
+        compat.add_trials(dse_study, [*_finished(1, first=20), optuna.trial.create_trial(
+            values=[1.0], params={"b": 1}, distributions={"b": DISTS["b"]})])
+    outside = _finished(2, first=20)
+    outside[1].params = {**outside[1].params, "b": 42}  # (b in 0 .. 9: FrozenTrial._validate refuses it)
+    with pytest.raises(ValueError, match="isn't contained in the distribution"):
+        compat.add_trials(dse_study, outside)
+    assert len(optuna.load_study(study_name="s", storage=dse_study._storage._backend).trials) == 15
+    journal, _ = _journal(tmp_path)
+    js = optuna.create_study(storage=journal, study_name="s", directions=["minimize", "maximize"])
+    compat.add_trials(js, _finished(4))
+    assert _stored(js) == optunas[:4]
+
+
 # ------------------------------------------------------------ Optuna behaviour dse relies on
 
 
