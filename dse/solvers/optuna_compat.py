@@ -430,9 +430,10 @@ def add_trials(study, trials) -> None:
     """``study.add_trials(trials)``: finished trials stored in order, numbered after the study's last.
 
     On an RDB storage (SQLite, PostgreSQL) in one transaction: Optuna's ``add_trial`` writes a trial in its own
-    transaction of ~27 queries (the trial, then each param, value and attribute with a lookup before it), ~22 ms
-    a trial of the default study on SQLite: ~45 trials/s on SQLite and ~30 on PostgreSQL whatever the number of
-    workers, the appends being under dse's storage-wide lock (benchmarks/bench_scale.py). Here: the study's row
+    transaction of ~27 queries (the trial, then each param, value and attribute with a lookup before it): a
+    default study's trials appended 57-63 a second on SQLite, 32 on PostgreSQL, under dse's storage-wide lock,
+    so that its runs made ~45 and ~30 trials/s whatever the number of workers (benchmarks/bench_scale.py); in one
+    transaction 616-711 and 523 a second (batches of 200), the runs 131-165 and 99-125. Here: the study's row
     locked as Optuna locks it to number trials, one insert of the trials, one of their params, values, attributes
     and intermediate values; the same rows as Optuna's (its models' conversions: a param's internal value and its
     distribution's JSON, a value's stored form, an attribute's JSON), each param's distribution checked against
