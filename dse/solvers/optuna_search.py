@@ -639,7 +639,7 @@ class OptunaSolver(Solver):
         if self._journal is None:
             end = self._persisted
             while end < len(trials) and trials[end].state not in (TrialState.RUNNING, TrialState.WAITING):
-                end += 1  # (asked, not told: never evaluated, nothing to keep)
+                end += 1  # (up to the first asked, not told: never evaluated, nothing to keep)
             done = [t for t in trials[self._persisted:end] if t.state == TrialState.COMPLETE]
             if isinstance(disk, optuna.Study):
                 compat.add_trials(disk, done)

@@ -219,8 +219,7 @@ class SharedBudget:
         def append():
             with self.room() as room:
                 take = trials[:room]
-                if take:
-                    study.add_trials(take)
+                compat.add_trials(study, take)  # (one transaction on an RDB)
             return len(take)
 
         return self._retry("appending trials", append)
