@@ -454,8 +454,8 @@ def _rdb_url(kind: str, tmp_path, name: str) -> str:
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_add_trials(tmp_path, kind):
     """The batch in one transaction stores what Optuna's own add_trials stores, field for field, numbered after
-    the trials already there; a batch Optuna refuses (a param of another distribution, a wrong number of values)
-    is refused whole, nothing of it stored; a journal gets Optuna's add_trials."""
+    the trials already there; a batch Optuna refuses (a param of another distribution, a wrong number of values, a
+    param outside its distribution) is refused whole, nothing of it stored; a journal gets Optuna's add_trials."""
     studies = []
     for name, add in (("optuna.db", lambda s, ts: s.add_trials(ts)), ("dse.db", compat.add_trials)):
         storage = compat.rdb_storage(_rdb_url(kind, tmp_path, name))
