@@ -13,12 +13,14 @@ at the same point on every machine.
 from __future__ import annotations
 
 import math
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from dse.errors import SolverError, SpecError
 
-__all__ = ["to_int", "status_name", "new_solver", "wall_limit_error", "DETERMINISTIC_LIMIT", "WALL_LIMIT_S",
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+__all__ = ["cp_sat", "to_int", "status_name", "new_solver", "wall_limit_error", "DETERMINISTIC_LIMIT", "WALL_LIMIT_S",
            "INT_LIMIT"]
 
 #: Default work limit of one CP-SAT search, in CP-SAT's deterministic seconds (the load-independent limit).
@@ -60,13 +62,21 @@ def status_name(status) -> str:
     return getattr(status, "name", None) or str(status)
 
 
+def cp_sat():
+    """OR-Tools' CP-SAT module (``ortools.sat.python.cp_model``), imported at its first use: its ~0.4 s of import
+    (a third of a `dse` command's imports) is paid only by what builds or solves a CP-SAT model, not by every
+    `dse` command (a study Optuna searches, `dse validate`, `dse eval`) nor by each worker process."""
+    from ortools.sat.python import cp_model
+    return cp_model
+
+
 def new_solver(*, deterministic_s: float, wall_s: float, seed: int, presolve: bool = True) -> cp_model.CpSolver:
     """A CP-SAT solver with dse's deterministic settings (module doc): one worker, ``seed``, a limit of
     ``deterministic_s`` deterministic seconds and ``wall_s`` wall seconds (the safety net); ``presolve=False``
     for a model CP-SAT's presolve gets wrong (dse.solvers.cpsat_split). CP-SAT's seed is a 32-bit signed
     integer: a study's seed (any value in [0, 2**32)) is taken modulo 2**31 (``--seed 4294967295`` crashed in
     CP-SAT's parameters, issue 21 item 6); below 2**31 it is the seed itself."""
-    solver = cp_model.CpSolver()
+    solver = cp_sat().CpSolver()
     p = solver.parameters
     p.num_workers = 1
     p.cp_model_presolve = bool(presolve)

@@ -78,13 +78,13 @@ answer (``join_best``, the evaluator's grid optimum).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from dse import technology
 from dse.errors import InfeasibleError, SolverError, SpecError, unknown_name
@@ -92,8 +92,8 @@ from dse.evaluate import evaluate_design
 from dse.hardware import ChipSpec, Chips, load_chip
 from dse.model import area as area_model, links
 from dse.model.evaluator import evaluate_workload, matrix_rate, op_table, power_inputs
-from dse.solvers.cpsat_common import (DETERMINISTIC_LIMIT, WALL_LIMIT_S, new_solver, status_name, to_int,
-                                      wall_limit_error)
+from dse.solvers.cpsat_common import (DETERMINISTIC_LIMIT, WALL_LIMIT_S, cp_sat, new_solver, status_name,
+                                      to_int, wall_limit_error)
 from dse.space import ChoiceParam, DesignSpace, IntParam
 from dse.units import format_quantity
 from dse.workload import Workload
@@ -425,7 +425,7 @@ class _SplitModel:
         the shoreline are widened by (a relaxation that covers the integer rounding of the areas)."""
         self.d = d
         self.area_slack = int(area_slack)
-        self.m = cp_model.CpModel()
+        self.m = cp_sat().CpModel()
         self.limit = {name: self.m.new_bool_var(f"limit[{name}]") for name in CONSTRAINTS if name in limits}
         self._scales()
         self._variables()
@@ -715,21 +715,32 @@ def params_of(d: SplitData, iu, ib, il, is_, if_) -> dict[str, np.ndarray]:
             zip(SPLIT_PARAMS, (d.units, d.buffers, d.l2s, d.stacks, d.clocks), (iu, ib, il, is_, if_))}
 
 
-class _Enumerate(cp_model.CpSolverSolutionCallback):
-    """Collects the decision indices of every solution, up to ``cap`` (then stops: the round is incomplete)."""
+@functools.cache
+def _enumerate_class():
+    """The solution callback class (:func:`_enumerate`), made at its first use (OR-Tools is imported then:
+    dse.solvers.cpsat_common.cp_sat)."""
+    class _Enumerate(cp_sat().CpSolverSolutionCallback):
+        """Collects the decision indices of every solution, up to ``cap`` (then stops: the round is incomplete)."""
 
-    def __init__(self, sm: "_SplitModel", cap: int):
-        super().__init__()
-        self.sm, self.cap, self.found, self.capped = sm, int(cap), [], False
+        def __init__(self, sm: "_SplitModel", cap: int):
+            super().__init__()
+            self.sm, self.cap, self.found, self.capped = sm, int(cap), [], False
 
-    def on_solution_callback(self):
-        sm = self.sm
-        if len(self.found) >= self.cap:
-            self.capped = True
-            self.stop_search()
-            return
-        self.found.append((int(self.value(sm.i_u)), _value_index(self, sm.x_b), _value_index(self, sm.x_l),
-                           _value_index(self, sm.x_s), _value_index(self, sm.x_f)))
+        def on_solution_callback(self):
+            sm = self.sm
+            if len(self.found) >= self.cap:
+                self.capped = True
+                self.stop_search()
+                return
+            self.found.append((int(self.value(sm.i_u)), _value_index(self, sm.x_b), _value_index(self, sm.x_l),
+                               _value_index(self, sm.x_s), _value_index(self, sm.x_f)))
+    return _Enumerate
+
+
+def _enumerate(sm: "_SplitModel", cap: int):
+    """A CP-SAT solution callback that collects the decision indices of every solution, up to ``cap`` (then
+    stops the search: the round is incomplete, ``capped``)."""
+    return _enumerate_class()(sm, cap)
 
 
 def _bound_int(sm: "_SplitModel", bound_s: float) -> int:
@@ -883,7 +894,7 @@ def solve_split(base, workloads, space: DesignSpace | None = None, *, tdp: float
             r.m.add(r.objective <= _bound_int(r, bound_s))
         enum = new_solver(deterministic_s=deterministic_limit, wall_s=wall_left(), seed=seed, presolve=PRESOLVE)
         enum.parameters.enumerate_all_solutions = True
-        cb = _Enumerate(r, max_candidates)
+        cb = _enumerate(r, max_candidates)
         estatus = status_name(enum.solve(r.m, cb))
         wall_check(estatus, "the designs within the bound")
         det += enum.deterministic_time

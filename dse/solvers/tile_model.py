@@ -9,13 +9,15 @@ with the evaluator's rules (dse.model.tiling, dse.model.links, dse.model.power).
 from __future__ import annotations
 
 import math
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from dse.errors import SolverError
 from dse.model import tiling
-from dse.solvers.cpsat_common import INT_LIMIT, to_int
+from dse.solvers.cpsat_common import INT_LIMIT, cp_sat, to_int
 from dse.solvers.tile_data import RHO_FLOOR, SLOTS, TIME_RTOL, TileData, buffer_accumulator_bytes, class_min
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 __all__ = ["TileModel", "TIME_BITS", "BW_BITS", "MIN_BYTE_SCALE", "P_BITS", "F_BITS", "NO_ROOM", "BAND_RTOL"]
 
@@ -64,7 +66,7 @@ class TileModel:
     def __init__(self, d: TileData):
         self.d = d
         self._scales()
-        self.model = cp_model.CpModel()
+        self.model = cp_sat().CpModel()
         self.v: dict[str, cp_model.IntVar] = {}
         self.hi: dict[str, int] = {}  # upper bound of each variable
         self._bands: dict[tuple[int, int | None], tuple[cp_model.IntVar, float]] = {}
