@@ -130,28 +130,31 @@ def tree_mutant(draw, names, ops, max_rounds):
     return name, _dump(data)
 
 
+def damaged(draw, raw: bytes, ops: list[str], junk: list[bytes]) -> bytes:
+    """``raw`` damaged once as a hurried edit or a broken transfer does: cut short, a line repeated, indented,
+    deleted or its spaces turned to a tab (where ``ops`` has "tab"), or one of the ``junk`` bytes inserted."""
+    lines = raw.split(b"\n")
+    i = draw(st.integers(0, len(lines) - 1))
+    op = draw(st.sampled_from(ops))
+    if op == "cut":
+        return raw[: draw(st.integers(0, len(raw)))]
+    if op == "dup":
+        return b"\n".join(lines[:i] + [lines[i]] + lines[i:])
+    if op == "indent":
+        return b"\n".join(lines[:i] + [b"   " + lines[i]] + lines[i + 1:])
+    if op == "delete_line":
+        return b"\n".join(lines[:i] + lines[i + 1:])
+    if op == "tab":
+        return b"\n".join(lines[:i] + [lines[i].replace(b"  ", b"\t")] + lines[i + 1:])
+    pos = draw(st.integers(0, len(raw)))
+    return raw[:pos] + draw(st.sampled_from(junk)) + raw[pos:]
+
+
 @st.composite
 def byte_mutant(draw, names):
     name = draw(st.sampled_from(names))
-    raw = TEXT[name].encode("utf-8")
-    lines = raw.split(b"\n")
-    i = draw(st.integers(0, len(lines) - 1))
-    op = draw(st.sampled_from(["cut", "dup", "indent", "delete_line", "bytes", "tab"]))
-    if op == "cut":
-        raw = raw[: draw(st.integers(0, len(raw)))]
-    elif op == "dup":
-        raw = b"\n".join(lines[:i] + [lines[i]] + lines[i:])
-    elif op == "indent":
-        raw = b"\n".join(lines[:i] + [b"   " + lines[i]] + lines[i + 1:])
-    elif op == "delete_line":
-        raw = b"\n".join(lines[:i] + lines[i + 1:])
-    elif op == "tab":
-        raw = b"\n".join(lines[:i] + [lines[i].replace(b"  ", b"\t")] + lines[i + 1:])
-    else:
-        pos = draw(st.integers(0, len(raw)))
-        raw = raw[:pos] + draw(st.sampled_from([b"\xff", b"\x00", b"'", b"&a *a", b": :", b"!!python/name:os.system"])) \
-            + raw[pos:]
-    return name, raw
+    return name, damaged(draw, TEXT[name].encode("utf-8"), ["cut", "dup", "indent", "delete_line", "bytes", "tab"],
+                         [b"\xff", b"\x00", b"'", b"&a *a", b": :", b"!!python/name:os.system"])
 
 
 ALL_OPS = ["replace", "delete", "number", "unit", "extra", "typo", "tweak", "cut"]

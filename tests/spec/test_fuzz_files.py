@@ -49,6 +49,7 @@ from tests.spec.test_fuzz_cli import (
     _cli,
     _mutate,
     _tree,
+    damaged,
     pngs_stubbed,
     sandbox,  # noqa: F401 - the module's sandbox fixture (the current folder while the tests run)
 )
@@ -236,23 +237,8 @@ def csv_mutant(draw):
 @st.composite
 def byte_mutant(draw, names):
     name = draw(st.sampled_from(names))
-    raw = TEXT[name]
-    lines = raw.split(b"\n")
-    i = draw(st.integers(0, len(lines) - 1))
-    op = draw(st.sampled_from(["cut", "dup", "indent", "delete_line", "bytes"]))
-    if op == "cut":
-        raw = raw[: draw(st.integers(0, len(raw)))]
-    elif op == "dup":
-        raw = b"\n".join(lines[:i] + [lines[i]] + lines[i:])
-    elif op == "indent":
-        raw = b"\n".join(lines[:i] + [b"   " + lines[i]] + lines[i + 1:])
-    elif op == "delete_line":
-        raw = b"\n".join(lines[:i] + lines[i + 1:])
-    else:
-        pos = draw(st.integers(0, len(raw)))
-        raw = raw[:pos] + draw(st.sampled_from([b"\xff", b"\x00", b"'", b'"', b",", b"&a *a", b": :", b"{", b"\r"])) \
-            + raw[pos:]
-    return name, raw
+    return name, damaged(draw, TEXT[name], ["cut", "dup", "indent", "delete_line", "bytes"],
+                         [b"\xff", b"\x00", b"'", b'"', b",", b"&a *a", b": :", b"{", b"\r"])
 
 
 _YAML_NAMES = sorted(YAML_FILES)
