@@ -15,7 +15,7 @@ from dse.registry import column
 NAME = "hbm_shoreline"
 UNIT = "stacks"
 FORMULA = "hbm_stacks - hbm_shoreline_stacks"
-SOURCE = "seed 004 §4.1.3 (stacks per die edge); shared/reference/technology.md (3 per 33 mm edge)"
+SOURCE = "seed 004 §4.1.3 (stacks per die edge); docs/technology.md (3 per 33 mm edge)"
 PARAMS: dict = {}
 
 

@@ -3,7 +3,7 @@
 Formula: power_density_w_per_mm2 - max      (W/mm^2; <= 0 feasible)
 Default max: 1.0 W/mm^2 (liquid cooling, est.; air ~0.6). H100 runs at ~0.86, A100 ~0.48.
 Source: seed 004 §4.1.3 (heat leaves through the die area; 0.75 / 0.60 = 1.25x density);
-shared/reference/technology.md (power density row, est.).
+docs/technology.md (power density row, est.).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ kinds: pins, pin rate, layers, energy per byte, PHY area, footprint, cost) and
 ``packaging.yaml`` (reticle, interposers, HBM shoreline, yield alphas, link
 energy). Every data field carries a ``source`` (the loader refuses one
 without); estimates say "est.". Sources: seed 004 §4.1.3 and
-``shared/reference/technology.md``.
+``docs/technology.md`` (the project's copy of the reference technology table, with its later sections).
 
 Use the module-level functions for the default tables::
 

@@ -148,3 +148,30 @@ def test_a_key_without_a_description_is_refused(monkeypatch):
     monkeypatch.setattr(study, "TOP_KEYS", study.TOP_KEYS + ("new_key",))
     with pytest.raises(SpecError, match="no description of the study key"):
         reference("study")
+
+
+def _overview_row(kind: str, name: str) -> str:
+    """The README's row of one constraint or objective, from what the registry holds (its module's FORMULA,
+    UNIT, SOURCE and, for an objective, DIRECTION)."""
+    mod = registry.get_constraint(name) if kind == "constraint" else registry.get_objective(name)
+    label = "constraint" if kind == "constraint" else f"objective ({mod.DIRECTION})"
+    formula = f"`{mod.FORMULA}`" + (" (<= 0 feasible)" if kind == "constraint" else "")
+    cells = (label, f"`{name}`", formula, mod.UNIT, mod.SOURCE)
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def test_the_readmes_table_of_constraints_and_objectives_is_the_registrys():
+    """The README's overview table ("## Constraints and objectives") lists every registered constraint and
+    objective, each as its module describes it, and nothing else: it had kept `latency_per_token` as the step
+    time over the batch after the module was changed to the time a user waits, and missed six names."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Constraints and objectives\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| constraint |")
+            or line.startswith("| objective (")]
+    expected = [_overview_row("constraint", n) for n in registry.constraint_names()] + \
+        [_overview_row("objective", n) for n in registry.objective_names()]
+    missing = [r for r in expected if r not in rows]
+    extra = [r for r in rows if r not in expected]
+    assert not missing and not extra, ("README rows to add:\n" + "\n".join(missing) + "\nREADME rows to remove:\n"
+                                       + "\n".join(extra))
+    assert rows == expected, "the README's rows are out of the registry's order"
