@@ -16,7 +16,7 @@ import pytest
 from dse.cli import main
 from dse.errors import SpecError
 from dse.model.pipeline import amdahl_speedup
-from dse.whatif import load_proposals, quick_spec, run_whatif
+from dse.whatif import load_proposals, quick_spec, render, run_whatif
 from tests.reference_cases import approx
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
@@ -380,3 +380,16 @@ def test_a_generation_change_says_what_else_it_sets():
     # the bandwidth the table shows is the stacks x pins x rate of each chip: 5 x 1024 x 5.24 / 8 (H100)
     assert res.value("baseline", "memory_bandwidth_bytes_per_s", DECODE) == pytest.approx(5 * 1024 * 5.24e9 / 8,
                                                                                          rel=1e-3)
+
+
+def test_a_change_within_rounding_reads_as_none():
+    """A relative change below 1e-9 is the last bits of the model's sums (the H100 what-if's clock-2ghz on a
+    memory-bound decode step printed "-1.7e-14%"): 0%. Real small changes keep two significant digits, large
+    ones one decimal, and ten times or more reads as a factor."""
+    assert render._fmt_pct(render._pct(5.172e-3 * (1 - 1.7e-16), 5.172e-3)) == "0%"
+    assert render._fmt_pct(-1.7e-14) == "0%"
+    assert render._fmt_pct(-2.2e-5) == "-2.2e-05%"  # a relative 2.2e-7: kept
+    assert render._fmt_pct(0.04) == "+0.04%"
+    assert render._fmt_pct(-30.1) == "-30.1%"
+    assert render._fmt_pct(1900.0) == "20x"
+    assert render._fmt_pct(math.nan) == "-"

@@ -22,7 +22,7 @@ from dse.evaluate import evaluate
 from dse.hardware import Chips, load_chip, with_overrides
 from dse.units import format_quantity
 
-_SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "time per token", "time"),
+_SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "step time / tokens", "time"),
           ("tokens_per_s", "tokens/s", None), ("t_matrix_s", "matrix time", "time"),
           ("t_memory_s", "memory time", "time"), ("t_vector_s", "vector time", "time"),
           ("bytes_memory", "memory traffic", "bytes"), ("flops", "useful FLOPs", "flops"),
