@@ -20,9 +20,10 @@ run: $(STAMP)
 	$(BIN)/dse run $(STUDY)
 
 # (the package's bytecode first: where PYTHONDONTWRITEBYTECODE is set, as in CI's sandbox, every `dse` process a
-# test starts compiled dse's ~110 modules from source again, ~0.3 s each; compileall skips what is up to date)
+# test starts compiled dse's ~110 modules from source again, ~0.3 s each; compileall skips what is up to date,
+# and a failure of its own is no reason to skip the tests)
 test: $(STAMP)
-	@$(BIN)/python -m compileall -q -j 0 dse objectives constraints >/dev/null
+	@$(BIN)/python -m compileall -q -j 0 dse objectives constraints >/dev/null 2>&1 || true
 	$(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
