@@ -240,19 +240,20 @@ def results_table(spec: StudySpec, result, problem, log: MetricsLog | None = Non
         m = log.metrics(spec, params)
     else:
         m = evaluate_points(spec, params)
-    out = pd.DataFrame({"trial": np.arange(len(t))})
-    for name in problem.space.names:
-        out[f"p.{name}"] = t[name].to_numpy()
+    n = len(t)
+    cols: dict[str, object] = {"trial": np.arange(n)}  # (one frame from all the columns at once: ~100 metric
+    for name in problem.space.names:                    # columns inserted one by one fragmented it, and pandas
+        cols[f"p.{name}"] = t[name].to_numpy()          # warned on every such run)
     for c in problem.objective_names + problem.constraint_names:
-        out[c] = t[c].to_numpy()
+        cols[c] = t[c].to_numpy()
     for k, v in m.items():
         if k == "bound_code":
-            out["m.bound"] = BOUND_NAMES[np.asarray(v, dtype=int)]
+            cols["m.bound"] = BOUND_NAMES[np.asarray(v, dtype=int)]
         else:
-            out[f"m.{k}"] = v
-    out["feasible"] = t["feasible"].to_numpy()
-    out["pareto_rank"] = t["pareto_rank"].to_numpy()
-    return out
+            cols[f"m.{k}"] = np.broadcast_to(v, (n,)) if np.ndim(v) == 0 else v
+    cols["feasible"] = t["feasible"].to_numpy()
+    cols["pareto_rank"] = t["pareto_rank"].to_numpy()
+    return pd.DataFrame(cols)
 
 
 def catalog_points(spec: StudySpec) -> pd.DataFrame:
