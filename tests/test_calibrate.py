@@ -682,6 +682,7 @@ def test_cli_bad_input_exits_2(capsys, argv, words):
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
+    assert "\\n" not in err, err  # (a message of several lines printed its line breaks escaped, "\n")
     for w in words:
         assert w in err, (w, err)
 

@@ -156,7 +156,9 @@ def _identify(prob: _Problem, z: np.ndarray) -> dict:
             "states": prob.states(prob.theta(z)[0])}
 
 
-def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: bool) -> str:
+def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: bool) -> list[str]:
+    """The refusal of a fit whose knobs the measurements do not determine: a headline, then indented lines (a
+    SpecError's problems: each on a line of its own; one string with line breaks would show them escaped)."""
     distinct = len(prob.workloads)
     where = "with the ideal knobs" if few else "at the fit"
     head = (f"cannot calibrate {chip}: {n} measurement{'s' if n != 1 else ''} ({distinct} distinct "
@@ -202,4 +204,4 @@ def _not_identified_message(prob: _Problem, info: dict, chip: str, n: int, few: 
                      + (" (the ideal value" + ("s" if len(fix) > 1 else "") if all(vals[k] == IDEAL[k] for k in fix)
                         else " (a value these measurements cannot rule out")
                      + "), or add measurements that separate them")
-    return "\n".join(lines)
+    return lines
