@@ -393,3 +393,53 @@ def test_a_change_within_rounding_reads_as_none():
     assert render._fmt_pct(-30.1) == "-30.1%"
     assert render._fmt_pct(1900.0) == "20x"
     assert render._fmt_pct(math.nan) == "-"
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a markdown table row (an escaped bar, \\|, is inside a cell)."""
+    parts, cur, i = [], "", 0
+    body = line.strip()[1:-1]
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            cur += body[i:i + 2]
+            i += 2
+            continue
+        if body[i] == "|":
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += body[i]
+        i += 1
+    return parts + [cur.strip()]
+
+
+def test_every_table_of_the_page_has_as_many_cells_as_columns(seed, upgrades):
+    """Each row of each markdown table has its header's number of cells, and the time-by-resource table's last
+    column, total, is each design's step time. (Its header named 4 resources while its rows carried the L2 and
+    local-buffer times too: 'overhead' showed the L2's time and 'total' the local buffer's, 0 ns.)"""
+    for res in (seed, upgrades):
+        lines = res.to_markdown().splitlines()
+        tables, cur = [], []
+        for line in lines + [""]:
+            if line.startswith("|"):
+                cur.append(line)
+            elif cur:
+                tables.append(cur)
+                cur = []
+        assert tables
+        for t in tables:
+            width = len(_cells(t[0]))
+            for row in t[2:]:
+                assert len(_cells(row)) == width, (t[0], row)
+        checked = 0
+        for wl in res.spec.workloads:
+            section = res.to_markdown().split(f"## `{wl.name}`", 1)[1].split("**Time by resource**", 1)[1]
+            rows = [line for line in section.splitlines() if line.startswith("|")]
+            head = _cells(rows[0])
+            assert head[0] == "design" and head[-1] == "total"
+            for row in rows[2:2 + len(res.spec.designs)]:
+                cells = _cells(row)
+                total = res.value(cells[0], "time_s", wl.name)
+                assert cells[-1] == render._fmt(total, "s"), (cells, total)
+                checked += 1
+        assert checked >= 2 * len(res.spec.designs)

@@ -178,7 +178,7 @@ def _markdown(res) -> str:
         for d in spec.designs:
             tb = _time_by_resource(sub.loc[d.name])
             trows.append([d.name] + [_fmt(tb[c], "s") for c in CLASSES] + [_fmt(sub.at[d.name, "time_s"], "s")])
-        L += _table(["design", "matrix-bound", "vector-bound", "memory-bound", "overhead", "total"], trows) + [""]
+        L += _table(["design"] + [f"{c}-bound" if c in RESOURCES else c for c in CLASSES] + ["total"], trows) + [""]
 
         # operators that changed bound
         ch = res.bound_changes[res.bound_changes.workload == wl.name]
