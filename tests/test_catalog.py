@@ -395,3 +395,21 @@ def test_show_prints_the_modelled_die_area_power_and_cost(capsys):
     assert main(["show", "trainium2"]) == 0
     out = capsys.readouterr().out
     assert "no published figure" in out and "the model's estimate" in out
+
+
+def test_dse_catalog_prints_no_nan(capsys):
+    """`dse catalog`: a chip without a BF16 or FP16 matrix rate (TPU v1: INT8 only) shows '-' for its BF16 peak
+    and its machine balance, as for every missing figure (it printed 'nan'); the others' FLOP/B is the BF16 (else
+    FP16) peak, total units x FLOP/cycle x clock from the chip file, over the memory bandwidth."""
+    from dse.cli import main
+
+    assert main(["catalog"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "nan" not in " ".join(lines).lower().split()
+    by_chip = {line.split()[0]: line.split() for line in lines[1:]}
+    assert by_chip["tpu-v1"][-1] == "-"
+    for name in ("h100-sxm", "mi355x", "rtx-4090"):
+        s = load_chip(name)
+        fmt = "bf16" if "bf16" in s.matrix.flops_per_cycle else "fp16"
+        peak = s.dies * s.units * s.matrix.flops_per_cycle[fmt] * s.clock
+        assert by_chip[name][-1] == f"{peak / s.memory_bandwidth:.0f}", name

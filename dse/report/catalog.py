@@ -17,6 +17,7 @@ def catalog_frame() -> pd.DataFrame:
     rows = []
     for s in catalog():
         fp8 = max((_peak(s, f) for f in ("fp8_e4m3", "int8") if f in s.matrix.flops_per_cycle), default=float("nan"))
+        bf16 = _peak(s, "bf16") if "bf16" in s.matrix.flops_per_cycle else _peak(s, "fp16")
         rows.append({
             "chip": s.name,
             "title": s.title or "",
@@ -24,14 +25,13 @@ def catalog_frame() -> pd.DataFrame:
             "dies": s.dies,
             "units": s.total_units,
             "clock_hz": s.clock,
-            "bf16_flop_per_s": _peak(s, "bf16") if "bf16" in s.matrix.flops_per_cycle else _peak(s, "fp16"),
+            "bf16_flop_per_s": bf16,
             "fp8_flop_per_s": fp8,
             "memory": s.memory_kind + (f" {s.hbm.generation} x{s.hbm.stacks}" if s.hbm else ""),
             "bandwidth_bytes_per_s": s.memory_bandwidth,
             "capacity_bytes": s.memory_capacity,
             "tdp_w": s.tdp if s.tdp else float("nan"),
-            "balance_flop_per_byte": (_peak(s, "bf16") if "bf16" in s.matrix.flops_per_cycle else _peak(s, "fp16"))
-            / s.memory_bandwidth,
+            "balance_flop_per_byte": bf16 / s.memory_bandwidth,
         })
     return pd.DataFrame(rows)
 
@@ -49,7 +49,7 @@ def render(df: pd.DataFrame, fmt: str = "text") -> str:
     for col, dim in _HUMAN.items():
         if col in shown:
             shown[col] = [format_quantity(v, dim, 4) if v == v else "-" for v in shown[col]]
-    shown["balance_flop_per_byte"] = [f"{v:.0f}" for v in shown["balance_flop_per_byte"]]
+    shown["balance_flop_per_byte"] = [f"{v:.0f}" if v == v else "-" for v in shown["balance_flop_per_byte"]]
     shown = shown.rename(columns={
         "clock_hz": "clock", "bf16_flop_per_s": "BF16 peak", "fp8_flop_per_s": "FP8/INT8 peak",
         "bandwidth_bytes_per_s": "bandwidth", "capacity_bytes": "capacity", "tdp_w": "TDP",
