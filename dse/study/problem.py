@@ -240,10 +240,12 @@ def results_table(spec: StudySpec, result, problem, log: MetricsLog | None = Non
         m = log.metrics(spec, params)
     else:
         m = evaluate_points(spec, params)
+    # (the frame is built from all its columns at once: ~100 metric columns inserted one by one fragmented it,
+    # and pandas warned on every such run)
     n = len(t)
-    cols: dict[str, object] = {"trial": np.arange(n)}  # (one frame from all the columns at once: ~100 metric
-    for name in problem.space.names:                    # columns inserted one by one fragmented it, and pandas
-        cols[f"p.{name}"] = t[name].to_numpy()          # warned on every such run)
+    cols: dict[str, object] = {"trial": np.arange(n)}
+    for name in problem.space.names:
+        cols[f"p.{name}"] = t[name].to_numpy()
     for c in problem.objective_names + problem.constraint_names:
         cols[c] = t[c].to_numpy()
     for k, v in m.items():
