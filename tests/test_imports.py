@@ -192,7 +192,7 @@ def test_root_is_small():
 def test_a_command_that_builds_no_cp_sat_model_does_not_import_or_tools():
     """OR-Tools takes ~0.2 s to import (``import dse.cli`` 0.83-0.86 s with it, 0.63-0.68 s without, three runs
     each): it is imported where a CP-SAT model is built (dse.solvers.cpsat_common.cp_sat), not by the command line, the
-    study runner, its workers, the what-if or the server. Then a split model built: OR-Tools is loaded."""
+    study runner, its workers, the what-if or the server. Then a CP-SAT solver made: OR-Tools is loaded."""
     code = ("import sys, dse.cli, dse.study.run, dse.study.distributed, dse.whatif, dse.serve\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ortools'))\n"
             "from dse.solvers import cpsat_common\n"
