@@ -73,6 +73,12 @@ def _knob_line(args, k) -> str:
             f"{_time(k.step_overhead)}, collective overhead {_time(k.collective_overhead)}")
 
 
+def _formats(p) -> str:
+    """The number formats the point ran with (the defaults resolved: KV and activations as the weights where
+    those are 8-bit or wider, else BF16)."""
+    return f"weights {p.formats['weights']}, KV {p.formats['kv']}, activations {p.formats['activations']}"
+
+
 def _rows(rows) -> None:
     width = max(len(label) for label, _ in rows) + 2
     for label, value in rows:
@@ -90,7 +96,7 @@ def _serve(args) -> int:
                               f"(TPOT {_time(p.tpot_s)}); more chips (--tp) or narrower formats")
     f = p.step
     print(f"dse serve: {p.model} on {p.chip} ({p.parallelism.label()}, {p.chips} chip{'s' if p.chips > 1 else ''}), "
-          f"{p.mix.label()}, weights {args.weights}, KV {args.kv or 'as weights'}")
+          f"{p.mix.label()}, {_formats(p)}")
     print(_knob_line(args, p.knobs))
     limits = ", ".join(f"{k} {v}" for k, v in p.limits.items())
     mode = "chunked prefill" if p.mode == "chunked" else "separate prefill iterations"
@@ -129,7 +135,7 @@ def _disaggregated(args, opts) -> int:
     d = disaggregated(args.chip, args.model, args.isl, args.osl, **opts)
     p = d.decode
     print(f"dse serve: {p.model} on {p.chip} ({p.parallelism.label()} per instance), {p.mix.label()}, "
-          "disaggregated prefill / decode")
+          f"{_formats(p)}, disaggregated prefill / decode")
     print(_knob_line(args, p.knobs))
     _rows([
         ("output tokens/s per chip", f"{d.output_tokens_per_s_per_chip:.0f}"),

@@ -79,7 +79,8 @@ class ServingPoint:
     ``batch``: requests decoding concurrently (per micro-batch with pipeline parallelism: ``batch_total``
     in all); ``limited_by``: the limit that set it (:data:`LIMITS`); ``tpot_s``: time per output token of
     one user; ``ttft_s``: time to first token (see ``ttft_note``); ``output_tokens_per_s``: the whole
-    system's output tokens per second; ``step``: the join's metrics of the iteration (one row).
+    system's output tokens per second; ``step``: the join's metrics of the iteration (one row); ``formats``: the
+    format of the weights, the KV cache and the activations, the defaults resolved.
     """
 
     chip: str
@@ -113,6 +114,7 @@ class ServingPoint:
     tpot_slo_s: float | None = None
     mode: str = "chunked"
     step: dict = field(default_factory=dict, repr=False)
+    formats: dict = field(default_factory=dict)
 
     @property
     def chips(self) -> int:
@@ -425,7 +427,7 @@ def _point(sc, spec, knobs, batch, limited_by, limits, load, slo_met, slo, cap, 
         chip_cost_usd=float(row.get("chip_cost_usd", float("nan"))), kv_pool_bytes=pool,
         kv_bytes_per_token=kv_tok, kv_tokens_per_request=per_req, weight_bytes=weights_b, capacity_bytes=cap,
         load=load, slo_met=slo_met, tpot_slo_s=slo, mode="chunked" if sc.engine.chunked_prefill else "separate",
-        step=row,
+        step=row, formats={role: sc.formats.fmt(role).name for role in ("weights", "kv", "activations")},
     )
 
 

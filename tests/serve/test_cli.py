@@ -55,6 +55,23 @@ def test_other_modes(capsys):
     assert "TP2" in capsys.readouterr().out
 
 
+def test_the_header_names_the_formats_the_point_ran_with(capsys):
+    """KV and activations default to the weights' format where it is 8-bit or wider, else to BF16 (`dse serve
+    --help`); the header printed "KV as weights" for INT4 weights, whose KV cache is BF16. Llama 3.1 8B's KV per
+    token, independently: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 B (BF16) = 128 KiB; FP8: 64 KiB."""
+    small = ["serve", "--chip", "h100-sxm", "--model", "llama-3.1-8b", "--isl", "1000", "--osl", "1000"]
+    assert main(small + ["--weights", "int4"]) == 0
+    out = capsys.readouterr().out
+    assert "weights int4, KV bf16, activations bf16" in out.splitlines()[0]
+    assert re.search(r"KV per request\s+\d+ tokens x 128 KiB", out)
+    assert main(small + ["--weights", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "weights fp8_e4m3, KV fp8_e4m3, activations fp8_e4m3" in out.splitlines()[0]
+    assert re.search(r"KV per request\s+\d+ tokens x 64 KiB", out)
+    assert main(small + ["--weights", "int4", "--kv", "fp8", "--disaggregated"]) == 0
+    assert "weights int4, KV fp8_e4m3, activations bf16" in capsys.readouterr().out.splitlines()[0]
+
+
 @pytest.mark.parametrize("extra, words", [
     (["--tpot-slo", "50"], "--tpot-slo: expected a time quantity with a unit"),
     (["--tpot-slo", "10us"], "not met even at batch 1"),
