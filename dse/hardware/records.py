@@ -123,12 +123,17 @@ class Hbm(Record):
     """HBM stacks (seed 004 §4.1.3): R = pins x rate / 8, C = layers x per-layer."""
 
     generation: str = Field(
-        description="HBM generation (sets the default pin rate, stack capacity and energy per bit)")
+        description="HBM generation (sets the default pins, pin rate, stack build and energy per bit: "
+                    "dse/data/technology/memories.yaml)")
     stacks: Count = Field(description="active HBM stacks")
-    pins_per_stack: Count = Field(1024, description="data pins per stack")
-    pin_rate: Bandwidth = Field(description="per-pin data rate, e.g. '5.24 Gb/s'")
-    layers: Count | None = Field(None, description="DRAM dies per stack (with capacity_per_layer)")
-    capacity_per_layer: Bytes | None = Field(None, description="capacity of one DRAM die")
+    pins_per_stack: Count | None = Field(None, description="data pins per stack (default: the generation's, 1024; "
+                                                           "HBM4 2048)")
+    pin_rate: Bandwidth | None = Field(None, description="per-pin data rate, e.g. '5.24 Gb/s' (default: the "
+                                                         "generation's)")
+    layers: Count | None = Field(None, description="DRAM dies per stack, with capacity_per_layer (default, without "
+                                                   "capacity_per_stack: the generation's)")
+    capacity_per_layer: Bytes | None = Field(None, description="capacity of one DRAM die (default, without "
+                                                               "capacity_per_stack: the generation's)")
     capacity_per_stack: Bytes | None = Field(None, description="capacity of one stack")
     capacity: Bytes | None = Field(None, description="enabled capacity, when below the raw stacks x per-stack")
     stack_sites: Count | None = Field(None, description="stack positions on the package (H100: 6 sites, 5 active)")
@@ -140,6 +145,26 @@ class Hbm(Record):
         if v.lower() not in HBM_GENERATIONS:
             raise ValueError(unknown_name("HBM generation", v, HBM_GENERATIONS))
         return v.lower()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _generation_defaults(cls, data):
+        """What the chip leaves out, from its generation's row of memories.yaml (the documented defaults): pins per
+        stack, pin rate and, without a capacity per stack, the stack build (layers x capacity per layer). A what-if
+        or study that changes the generation takes the same defaults (dse.hardware.overrides.with_overrides)."""
+        gen = data.get("generation") if isinstance(data, dict) else None
+        if not isinstance(gen, str) or gen.lower() not in HBM_GENERATIONS:
+            return data  # (the field's own validator says what is wrong)
+        from dse import technology
+
+        mem = technology.memory(gen.lower())
+        out = dict(data)
+        out.setdefault("pins_per_stack", int(mem.pins))
+        out.setdefault("pin_rate", f"{float(mem.pin_rate)!r} B/s")
+        if out.get("capacity_per_stack") is None:
+            out.setdefault("layers", int(mem.layers))
+            out.setdefault("capacity_per_layer", f"{float(mem.capacity_per_layer)!r} B")
+        return out
 
     @model_validator(mode="after")
     def _capacity_given(self):
