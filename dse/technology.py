@@ -387,13 +387,17 @@ class Packaging(Sourced):
 
 
 class OnChipDefaults(Sourced):
-    """The default bandwidths of the on-chip levels of chips that publish none (hierarchy.yaml)."""
+    """The default bandwidths of the on-chip levels of chips that publish none, and the default vector unit
+    (hierarchy.yaml)."""
 
     local_bytes_per_cycle: PositiveFloat = Field(description="bytes per cycle per unit of a tensor-core chip's "
                                                              "local buffer (shared memory, LDS)")
     l2_bytes_per_cycle_per_unit: PositiveFloat = Field(description="bytes per cycle of a die's L2, per unit")
     systolic_rows_per_cycle: PositiveFloat = Field(description="input rows per cycle a systolic array's local "
                                                                "buffer delivers (x k x the widest format's bytes)")
+    vector_flops_per_cycle: PositiveFloat = Field(description="FP32 FLOPs per cycle per unit of the vector lanes of "
+                                                              "a chip file without a vector section")
+    vector_exp_per_cycle: PositiveFloat = Field(description="exponentials per cycle per unit of such a chip")
 
 
 # ----------------------------------------------------------------- the area model

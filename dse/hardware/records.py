@@ -373,7 +373,8 @@ class ChipSpec(Record):
         description="the module power limit (default: the model's estimate, reported, not imposed)")
     matrix: MatrixUnit = Field(description="the matrix (tensor) unit of one compute unit")
     vector: VectorUnit | None = Field(None,
-        description="the vector unit of one compute unit (default: from the technology tables)")
+        description="the vector unit of one compute unit (default: a GPU SM's, from the technology tables: "
+                    "dse/data/technology/hierarchy.yaml)")
     local_buffer: BytesOrZero = Field(0.0,
         description="on-chip buffer per compute unit that holds the tiles (shared memory, SRAM)")
     register_file: BytesOrZero = Field(0.0,
@@ -422,6 +423,21 @@ class ChipSpec(Record):
         except SpecError as e:
             raise ValueError(str(e)) from None
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_vector(cls, data):
+        """A chip file without a vector unit gets the technology tables' (a GPU SM's lanes and special function
+        units, hierarchy.yaml): with none, every operator with vector work (softmax, norms) took infinite time,
+        silently."""
+        if isinstance(data, dict) and data.get("vector") is None:
+            from dse import technology
+
+            oc = technology.on_chip_defaults()
+            data = {**data, "vector": {"flops_per_cycle": oc.vector_flops_per_cycle,
+                                       "exp_per_cycle": oc.vector_exp_per_cycle,
+                                       "source": "default: a GPU SM's, dse/data/technology/hierarchy.yaml"}}
+        return data
 
     @model_validator(mode="after")
     def _expert_parallel(self):

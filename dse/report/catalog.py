@@ -75,7 +75,8 @@ def show(name: str) -> str:
     if s.vector:
         lines.append(f"  vector {s.vector.flops_per_cycle:g} FLOP/cycle/unit "
                      f"({format_quantity(s.total_units * s.vector.flops_per_cycle * s.clock, 'flop_rate')}), "
-                     f"exp {s.vector.exp_per_cycle:g}/cycle/unit")
+                     f"exp {s.vector.exp_per_cycle:g}/cycle/unit"
+                     + (f" ({s.vector.source})" if (s.vector.source or "").startswith("default:") else ""))
     lines.append(f"  local buffer {format_quantity(s.local_buffer, 'bytes')}/unit, registers "
                  f"{format_quantity(s.register_file, 'bytes')}/unit, L2 {format_quantity(s.l2, 'bytes')}/die"
                  + (" (each die's own units only)" if s.l2_scope == "die" and s.dies > 1 else ""))
