@@ -355,6 +355,15 @@ def test_a_sketch_of_a_chip_validates_and_runs(tmp_path, capsys):
     step = evaluate(Chips.from_specs([chip]), decode("llama-3.1-8b", batch=8, context=4096)).iloc[0]
     assert 0 < step["t_vector_s"] < step["time_s"] < np.inf
 
+    # two dies and no die-to-die link: the evaluator pools them for free (its docstring); `dse show` says so, and
+    # not for a chip whose dies reach memory through a shared memory-side cache (MI355X) or over a link (B200)
+    path.write_text(path.read_text().replace("units: 64", "dies: 2\nunits: 64"))
+    assert main(["show", str(path)]) == 0
+    assert "no links.die_to_die: the 2 dies share memory as one pool" in capsys.readouterr().out
+    for name in ("mi355x", "b200"):
+        assert main(["show", name]) == 0
+        assert "one pool" not in capsys.readouterr().out
+
 
 def test_hbm_capacity_configs():
     # seed 004 §4.1.3: C = stacks x layers x capacity per layer; 12-high 36 GB stacks

@@ -100,6 +100,11 @@ def show(name: str) -> str:
         if link:
             lines.append(f"  link {lname}: {format_quantity(link.rate, 'bandwidth')} per direction x {link.peers} "
                          f"peer(s), alpha {format_quantity(link.alpha, 'time')}")
+    if s.dies > 1 and not s.links.die_to_die and not s.memory_side_cache:
+        # (dse.model.evaluator: a package without the link acts as one pool; with a memory-side cache the dies
+        # reach memory through it, at its bandwidth, as AMD's XCDs through the IODs' Infinity Cache)
+        lines.append(f"  no links.die_to_die: the {s.dies} dies share memory as one pool, with no link time, energy "
+                     f"or PHY area (give links.die_to_die to charge for one)")
     lines += _modelled(s)
     return "\n".join(lines)
 
