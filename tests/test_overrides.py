@@ -111,6 +111,22 @@ def test_stack_sites_given_with_the_stacks_win():
     assert_same_metrics(study, file)
 
 
+def test_one_side_of_the_register_tile_on_a_chip_without_one():
+    """A study varying `matrix.register_tile.m` alone on a base chip without a register tile was refused at load
+    ("matrix.register_tile.m cannot be 16 on twodie: missing required key 'n'"), while the derivation (dse.hardware
+    derive) and the schema take a side left out as the instruction's. Every path takes it now, alike; the other
+    side is the M2 Max file's instruction n (8: Metal's simdgroup_matrix 8 x 8)."""
+    m2 = load_chip("apple-m2-max")
+    assert m2.matrix.register_tile is None
+    over = {"matrix.register_tile.m": 32}
+    file = Chips.from_specs([with_overrides(m2, over)])
+    assert file["matrix.register_tile.m"][0] == 32
+    assert file["matrix.register_tile.n"][0] == m2.matrix.instruction.n == 8
+    study, whatif = metrics(as_study_point(m2, over)), metrics(as_whatif_proposal("apple-m2-max", over))
+    assert_same_metrics(study, metrics(file))
+    assert_same_metrics(whatif, study)
+
+
 # ------------------------------------------------------------------ reproducer 2: SRAM energies follow sizes
 
 

@@ -50,8 +50,10 @@ class InstructionTile(Record):
 class RegisterTile(Record):
     """The output block one reader of the local buffer holds in registers (dse.model.hierarchy)."""
 
-    m: Count = Field(description="rows: each B element is read from the local buffer once per R_M rows of the tile")
-    n: Count = Field(description="columns: each A element is read once per R_N columns of the tile")
+    m: Count | None = Field(None, description="rows: each B element is read from the local buffer once per R_M rows "
+                                              "of the tile (default: the instruction's m)")
+    n: Count | None = Field(None, description="columns: each A element is read once per R_N columns of the tile "
+                                              "(default: the instruction's n)")
     source: str | None = None
 
 
