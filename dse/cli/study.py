@@ -102,12 +102,21 @@ def _run(args) -> int:
         print(f"note: the storage holds {meta['n_trials']} trials, {more} ({why}); all of them are in the results",
               file=sys.stderr)
     front = pareto_table(table, meta)
-    print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front "
-          f"({meta['elapsed_s']:.1f} s). Results in {out}/")
+    print(f"\n{meta['n_trials']} designs evaluated, {meta['n_feasible']} feasible, {len(front)} on the Pareto front"
+          f"{_ties(front)} ({meta['elapsed_s']:.1f} s). Results in {out}/")
     print(format_table(front.head(20), meta))
     if len(front) > 20:
         print(f"(showing 20 of the {len(front)} designs on the front: all of them in {out}/pareto.csv)")
     return 0
+
+
+def _ties(front) -> str:
+    """Where designs of the front tie on every objective (a clock a memory-bound step does not feel, at a cost that
+    does not depend on it): how many distinct points the front has, so that its length is not read as choices."""
+    objs = [c for c in front.columns if c.startswith("obj.")]
+    distinct = len(front[objs].drop_duplicates()) if objs else len(front)
+    return (f" ({distinct} distinct in the objectives: the others tie with one of them, differing only in what no "
+            f"objective sees)" if distinct < len(front) else "")
 
 
 def _report(args) -> int:

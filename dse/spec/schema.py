@@ -45,7 +45,8 @@ _STUDY_KEYS = {
     "question": ("text", "-", "the question the study answers (printed at the top of the report)"),
     "workloads": ("workload or list of workloads", "required unless `scenarios`",
                   "what the designs run: workload mappings (see the workload section), each with an optional "
-                  "`weight` (default 1) in the mix"),
+                  "`weight` (default 1) in the mix, or the short form of `dse eval` "
+                  "(`qwen3-8b:decode:batch=1:context=8192`)"),
     "scenarios": ("list of {name, workloads, weight}", "-",
                   "instead of `workloads`: every design is evaluated on each scenario, a front per scenario and one "
                   "for the weighted mix"),

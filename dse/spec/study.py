@@ -53,7 +53,7 @@ from dse.spec import load_yaml
 from dse.spec.problems import Problems as _Problems, strip_location
 from dse.spec.yamlio import LocDict, key_loc, locate
 from dse.units import format_quantity, parse_quantity
-from dse.workload import build
+from dse.workload import build, workload_mapping
 
 TOP_KEYS = ("name", "question", "workloads", "scenarios", "base", "overrides", "space", "constraints", "objectives",
             "solver", "output", "modules")
@@ -313,8 +313,15 @@ def _workloads(data, path: tuple, file: str, P: _Problems) -> tuple[list, list]:
     items = wl if isinstance(wl, list) else [wl]
     for i, item in enumerate(items):
         p = path + (i,) if isinstance(wl, list) else path
+        if isinstance(item, str):  # the short form of `dse eval` and of what-if files, as its mapping
+            try:
+                item = workload_mapping(item)
+            except SpecError as e:
+                P.items.extend(_located(m, file, P.data, p, ".".join(map(str, p))) for m in e.problems)
+                continue
         if not isinstance(item, dict):
-            P.at(p, f"expected a workload mapping like {{model: qwen3-8b, phase: decode, ...}}, got {item!r}")
+            P.at(p, f"expected a workload mapping like {{model: qwen3-8b, phase: decode, ...}} or its short form "
+                    f"'qwen3-8b:decode:batch=1:context=8192', got {item!r}")
             continue
         body = dict(item)
         weight = body.pop("weight", 1.0)

@@ -18,7 +18,7 @@ ops.py          :class:`Op` and the operator kinds (table there), :func:`gemm`,
                 :func:`attention`, vector ops
 step.py         :class:`Workload`: one step and the state it needs resident
 phases.py       :func:`decode`, :func:`prefill` (the operators of a model step)
-spec.py         :class:`WorkloadSpec` (YAML), :func:`build`, :func:`parse_workload`
+spec.py         :class:`WorkloadSpec` (YAML), :func:`build`, :func:`parse_workload`, :func:`workload_mapping`
                 (CLI short form), :func:`key_values`
 =============== ==============================================================
 """
@@ -50,6 +50,7 @@ from dse.workload.spec import (
     build,
     key_values,
     parse_workload,
+    workload_mapping,
 )
 from dse.workload.step import Workload
 
@@ -79,6 +80,7 @@ __all__ = [
     "prefill",
     "build",
     "parse_workload",
+    "workload_mapping",
     "key_values",
     "GemmSpec",
     "AttentionSpec",

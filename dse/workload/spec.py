@@ -243,7 +243,18 @@ def key_values(parts, where: str, known, int_keys=(), kind: str = "key", example
 
 
 def parse_workload(text: str) -> WorkloadSpec:
-    """CLI short form ``model:phase:key=value:...`` -> WorkloadSpec.
+    """CLI short form ``model:phase:key=value:...`` -> WorkloadSpec (:func:`workload_mapping`, validated)."""
+    data = workload_mapping(text)
+    try:
+        return validate(WorkloadSpec, data)
+    except SpecError as e:
+        raise SpecError([f"workload '{text}': {p.split(' ', 1)[1] if p.startswith('<input>') else p}"
+                         for p in e.problems]) from None
+
+
+def workload_mapping(text: str) -> dict[str, Any]:
+    """CLI short form ``model:phase:key=value:...`` -> the workload mapping a file would hold (not yet validated:
+    :func:`parse_workload` validates it; a study's workloads list takes it as a mapping written out).
 
     ``qwen3-8b:decode:batch=1:context=8192``, ``qwen3-8b:prefill:tokens=4096``,
     ``qwen3-235b-a22b:decode:batch=8:context=8192:weights=mxfp4:routing=concentrated``.
@@ -275,8 +286,4 @@ def parse_workload(text: str) -> WorkloadSpec:
         raise SpecError(f"{where}: a decode workload needs context=N (positions attended per request)")
     if data["phase"] == "prefill" and "tokens" not in data:
         raise SpecError(f"{where}: a prefill workload needs tokens=N (new tokens per request)")
-    try:
-        return validate(WorkloadSpec, data)
-    except SpecError as e:
-        raise SpecError([f"{where}: {p.split(' ', 1)[1] if p.startswith('<input>') else p}"
-                         for p in e.problems]) from None
+    return data

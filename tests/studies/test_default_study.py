@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dse.cli import main
+from dse.spec.study import load_study
 from dse.study import run_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
@@ -131,6 +132,33 @@ def test_broken_study_files_exit_2(tmp_path, capsys):
         assert words in err and f"{p}:" in err, (words, err)
         assert "Traceback" not in err
         assert not (tmp_path / "o" / "trials.csv").exists()  # a spec error writes nothing
+
+
+def test_a_workload_in_short_form_is_its_mapping(tmp_path, capsys):
+    """`dse eval` and what-if files take `qwen3-8b:decode:batch=1:context=1024`; a study refused it ("expected a
+    workload mapping"). It is the mapping now, and a mistake in it is located at its line."""
+    base = BASE.replace("latency_per_token", "tpot")
+    short = _study(tmp_path, base.replace("[{model: qwen3-8b, phase: decode, batch: 1, context: 1024}]",
+                                          '["qwen3-8b:decode:batch=1:context=1024:weights=fp8_e4m3"]'))
+    long = tmp_path / "long.yaml"
+    long.write_text(base.replace("context: 1024}", "context: 1024, formats: {weights: fp8_e4m3}}"))
+    assert load_study(short).workloads == load_study(long).workloads
+    bad = _study(tmp_path, base.replace("[{model: qwen3-8b, phase: decode, batch: 1, context: 1024}]",
+                                        '["qwen3-8b:decode:batch=1:contxt=1024"]'))
+    assert main(["validate", str(bad)]) == 2
+    assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_the_front_says_how_many_designs_tie_on_every_objective(tmp_path, capsys):
+    """A parameter no objective sees (the published die area a chip file carries for reference) doubles every
+    design: the four designs of the grid are two objective points, each twice."""
+    p = _study(tmp_path, BASE.replace("  hbm.stacks: {int: [1, 6]}", "  hbm.stacks: {int: [4, 5]}\n"
+                                      "  reference.die_area: {choice: [100 mm^2, 200 mm^2]}")
+               .replace("constraints: [reticle]\n", "").replace("objectives: [latency_per_token, die_area]",
+                                                                  "objectives: [tpot, chip_cost]")
+               .replace("{method: nsga2, trials: 20, batch: 10}", "{method: grid}"))
+    assert main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert "4 on the Pareto front (2 distinct in the objectives" in capsys.readouterr().out
 
 
 def test_empty_space_exit_2(tmp_path, capsys):
