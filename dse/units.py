@@ -276,6 +276,18 @@ def _binary_bytes(value: float, digits: int) -> str | None:
     return None
 
 
+def format_memory_size(value: float, digits: int = 4) -> str:
+    """Bytes of a region of memory in binary prefixes, round or not ('1.492 MiB'): a tile's bytes and address
+    span are rows of power-of-two strides, and a column of them reads in one unit (format_quantity would write
+    '1.565 MB' beside '632.5 KiB' by the numbers' roundness)."""
+    if value is None or not math.isfinite(value):
+        return str(value)
+    for f, sym in _BINARY:
+        if abs(value) >= f:
+            return f"{value / f:.{digits}g} {sym}"
+    return f"{value:.{digits}g} B"
+
+
 def format_quantity(value: float, dimension: str, digits: int = 4, *, binary: bool = True) -> str:
     """3.35e12, 'bandwidth' -> '3.35 TB/s' (for tables and reports); bytes in binary prefixes where they are
     a round number of them (233472, 'bytes' -> '228 KiB'; 80e9 -> '80 GB'), unless ``binary`` is False."""

@@ -156,8 +156,13 @@ def test_tiles_report_layout_kloop_and_occupancy(capsys):
     t = _tiles_table(out)["heuristic"]
     tm, tn, tk = (int(x) for x in t["tile T_M x T_N x T_K"].split(" x "))
     a = tiling.strided_tile_span(tm, tk, 4096, 2)
-    assert t["A tile bytes / address span"] == (f"{format_quantity(a.effective_bytes, 'bytes')} / "
-                                                f"{format_quantity(a.span_bytes, 'bytes')}")
+    shown_bytes, shown_span = t["A tile bytes / address span"].split(" / ")
+    assert parse_quantity(shown_bytes, "bytes") == pytest.approx(a.effective_bytes, rel=5e-4)
+    assert parse_quantity(shown_span, "bytes") == pytest.approx(a.span_bytes, rel=5e-4)
+    # one convention down the column: binary prefixes, round or not (the span printed "1.565 MB" beside "632.5 KiB")
+    for part in (*t["A tile bytes / address span"].split(" / "), *t["B tile bytes / address span"].split(" / "),
+                 t["tile working set"]):
+        assert re.fullmatch(r"[0-9.]+ (KiB|MiB|GiB|B)", part), part
     ws = parse_quantity(t["tile working set"], "bytes")
     occ = tiling.occupancy(ws, 160 * 1024, 4, 128, **tiling.GFX950_OCCUPANCY)
     assert t["tiles resident per unit"] == f"{occ.workgroups_by_lds:g}"

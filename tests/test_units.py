@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from dse.errors import UnitError
-from dse.units import DIMENSIONS, format_input, format_quantity, parse_quantity
+from dse.units import DIMENSIONS, format_input, format_memory_size, format_quantity, parse_quantity
 
 
 @pytest.mark.parametrize("text, dim, expected", [
@@ -81,6 +81,16 @@ def test_binary_sizes_show_binary_prefixes():
     for value, text in cases.items():
         assert format_quantity(value, "bytes") == text
         assert parse_quantity(text, "bytes") == value
+
+
+def test_memory_sizes_show_binary_prefixes_round_or_not():
+    """A tile's bytes and address span (dse tiles): 1,564,672 B = 1.4922 MiB, not "1.565 MB" beside "632.5 KiB";
+    below a KiB, bytes."""
+    assert format_memory_size(1_564_672) == "1.492 MiB"
+    assert format_memory_size(647_680) == "632.5 KiB"
+    assert format_memory_size(24 * 1024) == "24 KiB"
+    assert format_memory_size(512) == "512 B"
+    assert parse_quantity(format_memory_size(3 * 2**30), "bytes") == 3 * 2**30
 
 
 @pytest.mark.parametrize("value, dim, text", [

@@ -4,7 +4,7 @@ only; the tilings come from dse.solvers.gemm_tiles)."""
 from __future__ import annotations
 
 from dse.solvers.gemm_tiles import KLOOP_SLOTS, SOLVERS, gemm_tiles
-from dse.units import format_quantity
+from dse.units import format_memory_size, format_quantity
 
 _LABELS = {"heuristic": "heuristic", "cpsat": "CP-SAT"}
 
@@ -19,11 +19,11 @@ def _rows(r) -> list[tuple[str, str]]:
         ("bound", r.bound),
         ("energy", format_quantity(r.energy_j, "energy")),
         ("off-chip traffic", format_quantity(r.traffic_bytes, "bytes")),
-        ("tile working set", format_quantity(r.working_set_bytes, "bytes")),
-        ("A tile bytes / address span", f"{format_quantity(r.a_tile_bytes, 'bytes')} / "
-                                        f"{format_quantity(r.a_tile_span_bytes, 'bytes')}"),
-        ("B tile bytes / address span", f"{format_quantity(r.b_tile_bytes, 'bytes')} / "
-                                        f"{format_quantity(r.b_tile_span_bytes, 'bytes')}"),
+        ("tile working set", format_memory_size(r.working_set_bytes)),
+        ("A tile bytes / address span", f"{format_memory_size(r.a_tile_bytes)} / "
+                                        f"{format_memory_size(r.a_tile_span_bytes)}"),
+        ("B tile bytes / address span", f"{format_memory_size(r.b_tile_bytes)} / "
+                                        f"{format_memory_size(r.b_tile_span_bytes)}"),
         ("tiles resident per unit", f"{r.resident_tiles:g}" if r.resident_tiles else "-"),
         ("output tiles x split-K", f"{r.output_tiles} x {r.split_k} = {r.work_items}"),
         ("waves over the units", str(r.waves)),
