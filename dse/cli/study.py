@@ -12,7 +12,7 @@ from dse.report import regenerate
 from dse.spec.study import load_study
 from dse.storage import mask
 from dse.study import run_study
-from dse.study.results import format_table, pareto_table, read_results
+from dse.study.results import format_table, objective_points, pareto_table, read_results
 
 
 def positive_int(text: str) -> int:
@@ -113,8 +113,7 @@ def _run(args) -> int:
 def _ties(front) -> str:
     """Where designs of the front tie on every objective (a clock a memory-bound step does not feel, at a cost that
     does not depend on it): how many distinct points the front has, so that its length is not read as choices."""
-    objs = [c for c in front.columns if c.startswith("obj.")]
-    distinct = len(front[objs].drop_duplicates()) if objs else len(front)
+    distinct = objective_points(front)
     return (f" ({distinct} distinct in the objectives: the others tie with one of them, differing only in what no "
             f"objective sees)" if distinct < len(front) else "")
 

@@ -22,7 +22,7 @@ from dse.report.view import (
     _time_split_columns,
     _to_float,
 )
-from dse.study.results import format_value
+from dse.study.results import format_value, objective_points
 
 
 def _no_feasible_text(st: _Study) -> list[str]:
@@ -88,7 +88,10 @@ def _findings(st: _Study) -> list[str]:
         top = rej.iloc[0]
         feas_line += (f"; **{top['constraint']}** rejected the most ({top['rejected']},"
                       f" by up to {format_value(top['worst'], top['unit'])})")
-    out.append(feas_line + f". The front holds {_plural(k, 'design')}.")
+    points = objective_points(fr)
+    ties = (f" ({points} distinct in the objectives: the others tie with one of them on every objective)"
+            if points < k else "")
+    out.append(feas_line + f". The front holds {_plural(k, 'design')}{ties}.")
     # extent of the front along each objective
     if k >= 2:
         parts = []

@@ -236,6 +236,13 @@ def pareto_table(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: st
     return _sort_best_first(rows, cols[0], objective_directions(meta)[cols[0][4:]]).reset_index(drop=True)
 
 
+def objective_points(rows: pd.DataFrame) -> int:
+    """How many distinct points of objective space ``rows`` (a front) make: designs that tie on every objective
+    (``obj.*``) are one point."""
+    objs = [c for c in rows.columns if isinstance(c, str) and c.startswith("obj.")]
+    return len(rows[objs].drop_duplicates()) if objs else len(rows)
+
+
 # ------------------------------------------------------------ writing
 
 

@@ -159,6 +159,7 @@ def test_the_front_says_how_many_designs_tie_on_every_objective(tmp_path, capsys
                .replace("{method: nsga2, trials: 20, batch: 10}", "{method: grid}"))
     assert main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     assert "4 on the Pareto front (2 distinct in the objectives" in capsys.readouterr().out
+    assert "The front holds 4 designs (2 distinct in the objectives" in (tmp_path / "o" / "report.md").read_text()
 
 
 def test_empty_space_exit_2(tmp_path, capsys):
