@@ -53,6 +53,26 @@ def _cells(line: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
 
 
+def test_eval_takes_several_workloads_one_table_each(capsys):
+    """`--workload` given twice kept the last one alone (argparse's store), silently. Each is a table now, in the
+    order given; the H100's figures: a 4096^3 BF16 GEMM is 2 x 4096^3 = 137.4 GFLOP, a Qwen3-8B decode step at
+    batch 1 reads its ~16.4 GB of BF16 weights (8.19 B parameters x 2 B)."""
+    assert main(["eval", "--chip", "h100-sxm", "--workload", "gemm:m=4096:k=4096:n=4096",
+                 "--workload", "qwen3-8b:decode:batch=1:context=8192"]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if line.startswith("workload: ")]
+    assert heads == ["workload: gemm:m=4096:k=4096:n=4096", "workload: qwen3-8b:decode:batch=1:context=8192"]
+    flops = [parse_quantity(_cells(line)[1], "flops") for line in out.splitlines() if line.startswith("useful FLOPs")]
+    assert flops[0] == pytest.approx(2 * 4096**3, rel=1e-3)
+    traffic = [parse_quantity(_cells(line)[1], "bytes") for line in out.splitlines()
+               if line.startswith("memory traffic")]
+    assert 16e9 < traffic[1] < 18e9
+    # a mistake in any of them stops before the first table
+    assert main(["eval", "--chip", "h100-sxm", "--workload", "gemm:m=1:k=4096:n=4096",
+                 "--workload", "qwen3-8b:decod"]) == 2
+    assert "workload:" not in capsys.readouterr().out
+
+
 def test_eval_breakdown_has_units_and_says_per_call_and_per_step(capsys):
     assert main(["eval", "--chip", "h100-sxm", "--workload", "qwen3-8b:decode:batch=1:context=8192",
                  "--breakdown"]) == 0

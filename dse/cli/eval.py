@@ -1,4 +1,5 @@
-"""`dse eval --chip NAME --workload model:phase:key=value... [--calibrated FILE]` (argument parsing and printing only).
+"""`dse eval --chip NAME --workload model:phase:key=value... [--workload ...] [--calibrated FILE]` (argument parsing
+and printing only; one table per workload).
 
 With ``--calibrated`` (a chip YAML written by `dse calibrate`, or a measurements
 CSV fitted on the spot, with ``--fix KNOB=VALUE`` as in `dse calibrate`) the
@@ -37,9 +38,18 @@ _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "step time / tok
 
 
 def _eval(args) -> int:
-    workload = parse_measured_workload(args.workload)
+    workloads = [(text, parse_measured_workload(text)) for text in args.workload]  # (every mistake before output)
+    for i, (text, workload) in enumerate(workloads):
+        if i:
+            print()
+        _eval_one(args, text, workload)
+    return 0
+
+
+def _eval_one(args, text: str, workload) -> None:
+    """The table of one workload (and its breakdown)."""
     if args.calibrated:
-        chips, labels, notes = _with_calibrated(args, workload)
+        chips, labels, notes = _with_calibrated(args, text)
     else:
         chips = [load_chip(c) for c in args.chip]
         labels, notes = [c.name for c in chips], []
@@ -81,7 +91,6 @@ def _eval(args) -> int:
             ops = ops.assign(chip=[labels[i] for i in ops["point"]])
         print()
         print(breakdown_table(ops))
-    return 0
 
 
 def _time(v: float) -> str:
@@ -128,8 +137,9 @@ def breakdown_table(ops) -> str:
     return "\n".join([note, line(heads)] + [line(r) for r in rows])
 
 
-def _with_calibrated(args, workload):
-    """[ideal chip, calibrated chip], their column labels, and notes (measured value, fit vs prediction)."""
+def _with_calibrated(args, workload_text: str):
+    """[ideal chip, calibrated chip], their column labels, and notes (measured value, fit vs prediction, for the
+    workload ``workload_text``)."""
     from pathlib import Path
 
 
@@ -151,7 +161,7 @@ def _with_calibrated(args, workload):
                      f"(fit RMS {fit.rms:.1%}; leave-one-out prediction {fit.loo_text()})")
         for b in fit.active:
             notes.append(f"  bound active: {b.text()}")
-        here = canonical_workload(args.workload)
+        here = canonical_workload(workload_text)
         for r in fit.rows:
             if r.measurement.workload == here:
                 m = r.measurement
@@ -175,15 +185,16 @@ def _with_calibrated(args, workload):
 
 
 def register(sub) -> None:
-    e = sub.add_parser("eval", help="evaluate catalog chips on one workload (bound time, energy, capacity)",
-                       description="Evaluate chips on one workload (a model phase or one GEMM) with the evaluator: "
+    e = sub.add_parser("eval", help="evaluate catalog chips on workloads (bound time, energy, capacity)",
+                       description="Evaluate chips on workloads (model phases or single GEMMs) with the evaluator: "
                                    "step time and its matrix / memory / vector parts, energy, power, sustained "
                                    "clock, MFU, capacity and max batch, one column per chip; --breakdown adds the "
                                    "per-operator table (per call and per step). Example: dse eval --chip h100-sxm "
                                    "--workload qwen3-8b:decode:batch=1:context=8192 --breakdown")
     e.add_argument("--chip", action="append", required=True, help="catalog name or chip file (repeatable)")
-    e.add_argument("--workload", required=True,
-                   help="e.g. qwen3-8b:decode:batch=1:context=8192, or one GEMM call gemm:m=1:k=4096:n=4096")
+    e.add_argument("--workload", action="append", required=True,
+                   help="e.g. qwen3-8b:decode:batch=1:context=8192, or one GEMM call gemm:m=1:k=4096:n=4096 "
+                        "(repeatable: one table each)")
     e.add_argument("--breakdown", action="store_true", help="per-operator table")
     e.add_argument("--calibrated", metavar="FILE",
                    help="a calibrated chip YAML (`dse calibrate --out`) or a measurements CSV to fit now: shows the "
