@@ -9,6 +9,7 @@ clocks are derived to 3-4 digits, so changes are checked to 0.15 percentage poin
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,15 @@ def test_900_mm2_die_reports_the_reticle_violation(upgrades):
     assert upgrades.value("baseline", "con.reticle", DECODE) < 0
     md = upgrades.to_markdown()
     assert "+42 mm^2 VIOLATED" in md
-    assert "die-900mm2 on `qwen3-8b:decode:batch=1:context=8192`: reticle" in md
+    assert "die-900mm2 on `qwen3-8b:decode:batch=1:context=8192`: reticle: +42 mm^2 over the limit" in md
+
+
+def test_violations_carry_their_units(seed):
+    """The list of violations printed a byte excess as "+1.386e+10 bytes" beside the table's "-4.263 GB ok". The
+    RTX 3090's 24 GB (its chip file) against Qwen3-8B BF16 weights and 16 x 8192 tokens of KV cache at batch 16
+    is over by some GB: the text carries a unit and no raw float."""
+    text = seed.value("baseline", "violations", DECODE16)
+    assert re.fullmatch(r"fits_memory: \+[0-9.]+ GB over the limit", text), text
 
 
 def test_a_stated_die_area_is_filled_by_the_area_model():

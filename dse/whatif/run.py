@@ -24,6 +24,7 @@ from dse.evaluate import evaluate_design
 from dse.fileio import atomic_write, output_folder
 from dse.hardware import Chips
 from dse.model.pipeline import amdahl_speedup, attention_block_cycles, attention_handoff_schedule
+from dse.study.results import format_value
 from dse.whatif.render import CLASSES, RESOURCES, _as_dict, _chart, _clean, _markdown, _pct
 from dse.whatif.spec import BASELINE, Design, WhatIfSpec, load_proposals, spec_from_dict
 
@@ -138,7 +139,7 @@ def _evaluate_design(design: Design, workload, constraints) -> tuple[dict, pd.Da
             continue
         row[f"con.{t.name}"] = val
         if not val <= 0:
-            violations.append(f"{t.name}: +{val:.4g} {t.unit} over the limit")
+            violations.append(f"{t.name}: +{format_value(val, t.unit)} over the limit")
     row["feasible"] = not violations
     row["violations"] = "; ".join(violations)
     frame = pd.DataFrame({
