@@ -64,7 +64,7 @@ from dse.precision import get_format
 from dse.serve.knobs import default_knobs
 from dse.serve.scenario import IDEAL, Engine, Knobs, Parallelism, RequestMix
 from dse.serve.step import mixed_step
-from dse.units import parse_quantity
+from dse.units import format_quantity, parse_quantity
 from dse.workload import Formats, decode, kv_bytes_per_token, load_model, prefill, resident_weight_bytes
 from dse.workload.formats import _as_formats
 
@@ -320,10 +320,11 @@ def serve(chip, model, isl: int | None = None, osl: int | None = None, *, mix: R
     cap, pool, per_req = _capacity(sc, kv_tok, weights_b)
     if pool <= 0 or pool < kv_tok * per_req * 2:
         raise InfeasibleError(
-            f"{spec.name} x{sc.par.chips} cannot serve {sc.model.name}: capacity {cap / 1e9:.4g} GB, weights "
-            f"{weights_b / 1e9:.4g} GB + workspace {sc.par.chips * sc.engine.workspace_bytes / 1e9:.4g} GB leave "
-            f"{pool / 1e9:.4g} GB of KV pool; one request of {per_req:.0f} tokens needs "
-            f"{kv_tok * per_req / 1e9:.4g} GB (more chips: --tp/--pp, or narrower --weights/--kv)")
+            f"{spec.name} x{sc.par.chips} cannot serve {sc.model.name}: capacity {_bytes(cap)}, weights "
+            f"{_bytes(weights_b)} + workspace {_bytes(sc.par.chips * sc.engine.workspace_bytes)} leave "
+            f"{_bytes(max(pool, 0.0))} of KV pool, less than two requests of {per_req:.0f} tokens "
+            f"({_bytes(kv_tok * per_req)} each) (more chips: --tp/--pp, or narrower --weights/--kv"
+            + (", or a smaller --workspace" if sc.par.chips * sc.engine.workspace_bytes > 0.1 * cap else "") + ")")
     limits = _limits(sc, pool, kv_tok, per_req)
     b_max = max(1, min(limits.values()))
     limited_by = next(k for k in LIMITS if limits.get(k) == b_max) if min(limits.values()) >= 1 else "kv_capacity"
@@ -346,6 +347,10 @@ def serve(chip, model, isl: int | None = None, osl: int | None = None, *, mix: R
         wait = 0.0
     return _point(sc, spec, knobs, batch, limited_by, limits, load, slo_met, slo, cap, pool, kv_tok, per_req,
                   weights_b, wait, note)
+
+
+def _bytes(x: float) -> str:
+    return format_quantity(x, "bytes")
 
 
 def _scenario(chip, model, isl, osl, mix, tp, pp, ep, weights, kv, activations, formats, tpot_slo, knobs, engine):

@@ -9,6 +9,7 @@ time), so output tokens/s x TPOT = concurrent requests (Little's law, seed 004 Â
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -155,8 +156,15 @@ def test_request_mix_averages():
 
 
 def test_errors_are_spec_errors():
-    with pytest.raises(InfeasibleError, match="cannot serve llama-3.1-405b"):
+    with pytest.raises(InfeasibleError, match="cannot serve llama-3.1-405b") as e:
         serve("h100-sxm", "llama-3.1-405b", 1000, 1000)
+    # sizes with their units (it said "workspace 2.147 GB" for 2 GiB and "needs 0.02936 GB"): the H100's 80 GB,
+    # the default 2 GiB workspace, and no room left
+    assert "capacity 80 GB" in str(e.value) and "workspace 2 GiB" in str(e.value) and "leave 0 B" in str(e.value)
+    assert not re.search(r"\b0\.0\d+ GB", str(e.value))
+    # eight Groq chips (230 MB of SRAM each, its chip file) hold the default workspace of no GPU: it is named
+    with pytest.raises(InfeasibleError, match="a smaller --workspace"):
+        serve("groq-tsp", "llama-3.1-8b", 100, 100, tp=8)
     with pytest.raises(SpecError, match="isl: expected an integer >= 1"):
         serve("h100-sxm", "llama-3.1-8b", 0, 10)
     with pytest.raises(SpecError, match="expected isl and osl"):
