@@ -21,6 +21,7 @@ from dse.calibrate import (
 from dse.errors import SpecError
 from dse.evaluate import evaluate
 from dse.hardware import Chips, load_chip, with_overrides
+from dse.study.results import format_value
 from dse.units import format_quantity
 
 _SHOWN = [("time_s", "step time", "time"), ("time_per_token_s", "step time / tokens", "time"),
@@ -65,8 +66,8 @@ def _eval_one(args, text: str, workload) -> None:
                 cells.append(f"{v:>{width}s}")
             elif dim:
                 cells.append(f"{format_quantity(float(v), dim):>{width}s}")
-            else:
-                cells.append(f"{float(v):>{width}.4g}")
+            else:  # (a count or a ratio: thousands separated, no exponent for a rate of 125,700 tokens/s)
+                cells.append(f"{format_value(float(v)):>{width}s}")
         if key == "tdp" and "tdp_estimated" in df and df["tdp_estimated"].any():
             cells = [c + ("*" if est else " ") for c, est in zip(cells, df["tdp_estimated"])]
         print(f"{label:32s}" + "".join(cells))
