@@ -73,6 +73,16 @@ def test_eval_takes_several_workloads_one_table_each(capsys):
     assert "workload:" not in capsys.readouterr().out
 
 
+def test_eval_prints_large_rates_without_an_exponent(capsys):
+    """Counts and ratios had no unit and printed with %.4g: the WSE-3's bound of over 1e5 tokens/s read
+    "1.257e+05". (Any rate above 10,000 would; 15.84 PFLOP/s of FP16 on an 8B model's ~16 GFLOP decode step.)"""
+    assert main(["eval", "--chip", "cerebras-wse-3", "--workload", "llama-3.1-8b:decode:batch=1:context=1024"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_FLOAT.search(out), RAW_FLOAT.search(out)
+    rate = _cells(next(line for line in out.splitlines() if line.startswith("tokens/s")))[1]
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", rate), rate
+
+
 def test_eval_breakdown_has_units_and_says_per_call_and_per_step(capsys):
     assert main(["eval", "--chip", "h100-sxm", "--workload", "qwen3-8b:decode:batch=1:context=8192",
                  "--breakdown"]) == 0
