@@ -213,6 +213,22 @@ def test_ties_in_one_objective():
     assert non_dominated_sort([[1, 2], [1, 1]], [MIN, MIN]).tolist() == [1, 0]
 
 
+def test_values_equal_to_the_tie_bits_are_ties():
+    """A study's scenario front listed a design 1 ulp faster and 5.6% dearer than another (Qwen3-8B decode on 100
+    and 120 units: 0.007484963358778627 vs 0.0074849633587786265 s, 1,971 vs 2,080 $). Values equal to 40 bits
+    of mantissa tie, so the dearer one is dominated; a difference of 1e-9 relative is still a trade-off, in
+    either direction and for maximized objectives too."""
+    t = 0.007484963358778627
+    F = [[t, 1970.8], [np.nextafter(t, 0.0), 2080.4], [0.005, 2500.0]]
+    assert non_dominated_sort(F, [MIN, MIN]).tolist() == [0, 1, 0]
+    assert non_dominated_sort([[1.0, 5.0], [1.0 - 1e-9, 6.0]], [MIN, MIN]).tolist() == [0, 0]
+    assert non_dominated_sort([[-t, 1970.8], [-np.nextafter(t, 0.0), 2080.4]], [MAX, MIN]).tolist() == [0, 1]
+    assert non_dominated_sort([[t, 1.0, 2.0], [np.nextafter(t, 1.0), 1.0, 1.0]], [MIN] * 3).tolist() == [1, 0]
+    assert pareto_mask(F, [MIN, MIN]).tolist() == [True, False, True]
+    # infinities and zeros are values as they are
+    assert non_dominated_sort([[0.0, np.inf], [0.0, 1.0]], [MIN, MIN]).tolist() == [1, 0]
+
+
 def test_infeasible_rows_get_minus_one_and_never_dominate():
     F = [[0, 0], [1, 2], [2, 1], [3, 3]]
     ranks = non_dominated_sort(F, [MIN, MIN], feasible=[False, True, True, True])

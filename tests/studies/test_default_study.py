@@ -67,7 +67,15 @@ def test_optuna_dashboard_sees_dse_front_names_and_units(default_run):
     storage = JournalStorage(JournalFileBackend(str(out / "study.journal")))
     study = optuna.load_study(study_name="qwen3-8b-decode-chip", storage=storage)
     assert study.metric_names == ["obj.tpot", "obj.energy_per_token", "obj.die_area"]
-    assert len(study.best_trials) == len(pd.read_csv(out / "pareto.csv")) > 0
+    best = {t.number: t.values for t in study.best_trials}
+    front = pd.read_csv(out / "pareto.csv")
+    assert len(front) > 0 and set(front["trial"]) <= set(best)
+    # Optuna compares exactly; dse ties values equal to 40 bits (dse.pareto.TIE_BITS): a best trial of Optuna's
+    # beyond dse's front is as good as a front design in every objective to 2^-40, relative
+    values = front[[f"obj.{n}" for n in ("tpot", "energy_per_token", "die_area")]].to_numpy()
+    for number in set(best) - set(front["trial"]):
+        v = np.asarray(best[number])
+        assert (values <= v * (1 + 2.0**-39)).all(axis=1).any(), (number, v)
     t = study.trials[0]
     text = t.user_attrs["dse:params"]
     assert text.startswith(f"units = {t.params['units']}, clock = ") and " GHz" in text, text
