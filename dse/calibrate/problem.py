@@ -17,7 +17,7 @@ from dse.calibrate.knobs import FRACTIONS, IDEAL, KNOBS, OVERHEADS
 from dse.calibrate.measurements import Measurement, parse_measured_workload
 from dse.evaluate import evaluate_design
 from dse.hardware import Chips
-from dse.model.evaluator import op_table
+from dse.model.evaluator import BOUND_NAMES, op_table
 
 _FRACTION_FLOOR = 1e-4     # numerical floor of a fraction (log coordinates)
 _FRACTION_CEIL_FREE = 1e4  # the unconstrained fit may go this far above 1
@@ -72,13 +72,14 @@ class _Problem:
 
     def states(self, theta: np.ndarray) -> list[str]:
         """What bounds each row at the knob values ``theta`` (4,): 'launch-bound' (the host's launches outlast the
-        device work), else the device's bound resource ('matrix-bound', 'vector-bound', 'memory-bound'). For
-        messages only; from dse.model.evaluator's own columns."""
+        device work), else the device's bound resource ('matrix-bound', 'vector-bound', 'memory-bound', 'l2-bound',
+        'local-bound'). For messages only; from dse.model.evaluator's own columns."""
         arrays = {k: np.full(1, v, dtype=float) for k, v in self.view.items()}
         for j, k in enumerate(KNOBS):
             arrays[f"calibration.{k}"] = np.array([theta[j]], dtype=float)
         chips = Chips(arrays, self.formats, base=self.base)
-        names = ("matrix-bound", "vector-bound", "memory-bound")
+        # (every bound the evaluator names, dse.model.evaluator.BOUND_NAMES: the L2 and the local buffer too)
+        names = tuple(("matrix" if b == "compute" else str(b)) + "-bound" for b in BOUND_NAMES)
         per = []
         for w in self.workloads:
             out = evaluate_design(chips, w)
