@@ -39,6 +39,7 @@ from dse.errors import SpecError, unknown_name
 
 __all__ = [
     "TIE_BITS",
+    "tied",
     "MINIMIZE",
     "MAXIMIZE",
     "DIRECTIONS",
@@ -145,7 +146,7 @@ def _sort(F, directions: Sequence[str], feasible, first_only: bool) -> np.ndarra
         raise SpecError(f"objective values: row {row} is NaN; mark it infeasible instead")
     # unique rows (values equal to TIE_BITS are one), sorted lexicographically; `inverse` maps each row to its
     # unique row
-    uniq, inverse = np.unique(_tied(sub), axis=0, return_inverse=True)
+    uniq, inverse = np.unique(tied(sub), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     if m == 1:
         urank = np.arange(len(uniq), dtype=np.int64)
@@ -157,9 +158,10 @@ def _sort(F, directions: Sequence[str], feasible, first_only: bool) -> np.ndarra
     return ranks
 
 
-def _tied(a: np.ndarray) -> np.ndarray:
-    """``a`` with every finite value rounded to :data:`TIE_BITS` bits of mantissa (so that values that differ
-    in their last bits compare equal; +-inf and 0 as they are)."""
+def tied(a) -> np.ndarray:
+    """``a`` (objective values) with every finite value rounded to :data:`TIE_BITS` bits of mantissa, as the sort
+    compares them: values that differ in their last bits are equal; +-inf and 0 as they are."""
+    a = np.asarray(a, dtype=float)
     mant, exp = np.frexp(a)
     scale = float(2 ** TIE_BITS)
     with np.errstate(invalid="ignore"):

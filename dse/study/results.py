@@ -48,7 +48,7 @@ import pandas as pd
 
 from dse.errors import SpecError, unknown_name
 from dse.fileio import atomic_write, confined_path
-from dse.pareto import MAXIMIZE, check_directions, non_dominated_sort
+from dse.pareto import MAXIMIZE, check_directions, non_dominated_sort, tied
 from dse.units import DIMENSIONS, format_quantity
 
 __all__ = [
@@ -238,9 +238,11 @@ def pareto_table(table: pd.DataFrame, meta: Mapping, x: str | None = None, y: st
 
 def objective_points(rows: pd.DataFrame) -> int:
     """How many distinct points of objective space ``rows`` (a front) make: designs that tie on every objective
-    (``obj.*``) are one point."""
+    (``obj.*``, compared as the Pareto sort compares them: dse.pareto.tied) are one point."""
     objs = [c for c in rows.columns if isinstance(c, str) and c.startswith("obj.")]
-    return len(rows[objs].drop_duplicates()) if objs else len(rows)
+    if not objs or rows.empty:
+        return len(rows)
+    return len(np.unique(tied(rows[objs].to_numpy(dtype=float)), axis=0))
 
 
 # ------------------------------------------------------------ writing
