@@ -386,3 +386,13 @@ def test_format_table_rejects_unknown_columns_and_formats():
         format_table(hand_table(), hand_meta(), columns=["obj.latncy"])
     with pytest.raises(SpecError, match="unknown table format 'latex'"):
         format_table(hand_table(), hand_meta(), fmt="latex")
+
+
+def test_objective_points_counts_ties_as_the_sort_does():
+    """Three front designs: two whose times differ in the last bit (one unit in the last place, the model's sums
+    on 100 and 120 units) at the same cost are one point, as dse.pareto compares them; a third is another."""
+    t = 0.007484963358778627
+    rows = pd.DataFrame({"trial": [1, 2, 3], "obj.tpot": [t, np.nextafter(t, 0.0), 0.005],
+                         "obj.chip_cost": [1970.0, 1970.0, 2500.0], "p.units": [100, 120, 140]})
+    assert results.objective_points(rows) == 2
+    assert results.objective_points(rows.iloc[:0]) == 0
