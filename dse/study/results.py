@@ -397,6 +397,11 @@ def read_results(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, dict, pd.Dat
         raise SpecError(f"results folder {d}: is a file, not a folder; {expected}")
     meta_p = d / META_JSON
     if not meta_p.is_file():
+        inner = sorted(p.name for p in d.iterdir() if (p / META_JSON).is_file()) if (d / "scenarios.csv").is_file() \
+            else []
+        if inner:  # (a study of scenarios: one results folder per scenario, dse.study.run)
+            raise SpecError(f"{d} holds a study's scenarios (scenarios.csv, and one results folder each: "
+                            f"{', '.join(inner)}); give one of them, e.g. {d / inner[0]}")
         raise SpecError(f"{d} is not a dse results folder: {META_JSON} is missing; {expected}")
     try:
         meta = json.loads(meta_p.read_text(encoding="utf-8"))

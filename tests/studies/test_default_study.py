@@ -170,6 +170,30 @@ def test_the_front_says_how_many_designs_tie_on_every_objective(tmp_path, capsys
     assert "The front holds 4 designs (2 distinct in the objectives" in (tmp_path / "o" / "report.md").read_text()
 
 
+def test_the_folder_of_a_study_of_scenarios_names_its_scenarios(tmp_path, capsys):
+    """`dse pareto` / `dse report` on a study of scenarios' output said only "not a dse results folder:
+    meta.json is missing"; it holds one results folder per scenario, and the message names them."""
+    p = _study(tmp_path, """\
+name: sc
+scenarios:
+  - {name: chat, workloads: ["qwen3-8b:decode:batch=8:context=4096"], weight: 3}
+  - {name: rag, workloads: ["qwen3-8b:prefill:tokens=2048"], weight: 1}
+base: h100-sxm
+space:
+  hbm.stacks: {int: [4, 5]}
+objectives: [tpot, chip_cost]
+solver: {method: grid}
+""")
+    out = tmp_path / "o"
+    assert main(["run", str(p), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    for cmd in ("pareto", "report"):
+        assert main([cmd, str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "holds a study's scenarios" in err and "chat, rag" in err and str(out / "chat") in err, err
+    assert main(["pareto", str(out / "chat")]) == 0
+
+
 def test_empty_space_exit_2(tmp_path, capsys):
     p = _study(tmp_path, BASE.replace("space:\n  hbm.stacks: {int: [1, 6]}\n", ""))
     assert main(["run", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 2
