@@ -105,7 +105,7 @@ def test_eval_breakdown_has_units_and_says_per_call_and_per_step(capsys):
     assert q["bound"] == "memory"
     for r in rows.values():  # every time and energy cell carries a unit
         for c in ("time/call", "time/step", "matrix/call", "memory/call", "vector/call"):
-            assert re.fullmatch(r"[\d.]+ (s|ms|us|ns)", r[c]), (r["operator"], c, r[c])
+            assert re.fullmatch(r"[\d.]+ (s|ms|us|ns|ps)", r[c]), (r["operator"], c, r[c])
         for c in ("energy/call", "energy/step"):
             assert re.fullmatch(r"[\d.]+ (J|mJ|uJ|nJ|pJ)", r[c]), (r["operator"], c, r[c])
     shares = [float(r["share"].rstrip("%")) for r in rows.values()]

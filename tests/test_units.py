@@ -83,6 +83,15 @@ def test_binary_sizes_show_binary_prefixes():
         assert parse_quantity(text, "bytes") == value
 
 
+def test_small_times_and_flops_have_their_prefix():
+    """A 1 x 1 x 1 GEMM's memory time printed "0.006376 ns" and a 64^3 GEMM "5.243e+05 FLOP": picoseconds and
+    kFLOP, which parse back."""
+    assert format_quantity(6.376e-12, "time") == "6.376 ps"
+    assert format_quantity(2 * 64**3, "flops") == "524.3 kFLOP"
+    assert parse_quantity("6.376 ps", "time") == pytest.approx(6.376e-12)
+    assert parse_quantity("524.3 kFLOP", "flops") == pytest.approx(524_300)
+
+
 def test_memory_sizes_show_binary_prefixes_round_or_not():
     """A tile's bytes and address span (dse tiles): 1,564,672 B = 1.4922 MiB, not "1.565 MB" beside "632.5 KiB";
     below a KiB, bytes."""
