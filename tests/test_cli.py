@@ -174,6 +174,19 @@ def test_tiles_one_solver(solver, shown, capsys):
     assert parse_quantity(t["time"], "time") == pytest.approx((4096 * 4096 + 2 * 4096 * 2) / 3.3536e12, rel=1e-3)
 
 
+def test_tiles_both_shows_the_heuristic_where_cp_sat_finds_no_tile(capsys):
+    """Groq's TSP has no local buffer (its chip file: the SRAM is the main memory), so no tile passes CP-SAT's
+    buffer_fit; `dse tiles` (both solvers, the default) failed as a whole. It shows the evaluator's heuristic
+    tiles and CP-SAT's reason; asked for CP-SAT alone it still refuses (exit 2)."""
+    args = ["tiles", "--chip", "groq-tsp", "--m", "64", "--n", "4096", "--k", "4096", "--format", "int8"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "heuristic" in out.splitlines()[1] and "CP-SAT" not in out.splitlines()[1]
+    assert "CP-SAT: " in out and "no tile fits" in out and "local buffer 0 B" in out
+    assert main(args + ["--solver", "cpsat"]) == 2
+    assert "no tile fits" in capsys.readouterr().err
+
+
 def test_tiles_report_layout_kloop_and_occupancy(capsys):
     """`dse tiles` shows the tiles' address spans (seed 004 §4.4.1), the k-loop with 1 and 2 input slots and by
     slots (§4.4.2) and, given the kernel's waves and VGPRs, the occupancy (seed 000), from dse.model's functions."""

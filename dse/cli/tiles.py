@@ -3,6 +3,7 @@ only; the tilings come from dse.solvers.gemm_tiles)."""
 
 from __future__ import annotations
 
+from dse.errors import InfeasibleError
 from dse.solvers.gemm_tiles import KLOOP_SLOTS, SOLVERS, gemm_tiles
 from dse.units import format_memory_size, format_quantity
 
@@ -45,8 +46,17 @@ def _change(new: float, old: float) -> str:
 
 
 def _tiles(args) -> int:
-    res = gemm_tiles(args.chip, args.m, args.n, args.k, args.format, solver=args.solver, batch=args.batch,
-                     waves_per_tile=args.waves_per_tile, vgprs_per_lane=args.vgprs_per_lane)
+    opts = dict(batch=args.batch, waves_per_tile=args.waves_per_tile, vgprs_per_lane=args.vgprs_per_lane)
+    refused = None
+    try:
+        res = gemm_tiles(args.chip, args.m, args.n, args.k, args.format, solver=args.solver, **opts)
+    except InfeasibleError as e:
+        if args.solver != "both":
+            raise
+        # (CP-SAT keeps the tile within the local buffer, as a study's buffer_fit does; the heuristic's tiles of
+        # a chip without room for any, an SRAM-memory chip with no local buffer, are still the evaluator's)
+        refused = str(e)
+        res = gemm_tiles(args.chip, args.m, args.n, args.k, args.format, solver="heuristic", **opts)
     first = next(iter(res.values()))
     batch = f" x batch {args.batch}" if args.batch > 1 else ""
     print(f"dse tiles: [{args.m} x {args.k}] x [{args.k} x {args.n}]{batch} GEMM in {args.format} on {first.chip} "
@@ -58,6 +68,8 @@ def _tiles(args) -> int:
     print(f"{'':30s}" + "".join(f"{_LABELS[n]:>{width}s}" for n in names))
     for i, (label, _) in enumerate(rows[names[0]]):
         print(f"{label:30s}" + "".join(f"{rows[n][i][1]:>{width}s}" for n in names))
+    if refused is not None:
+        print(f"\nCP-SAT: {refused}")
     if len(res) == 2:
         h, c = res["heuristic"], res["cpsat"]
         speed = h.time_s / c.time_s if c.time_s else float("inf")
