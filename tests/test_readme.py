@@ -27,3 +27,20 @@ def test_repository_paths_it_names_exist():
     assert named, "the README names no repository paths"
     missing = sorted(p for p in named if not any(ROOT.glob(p.rstrip("/"))))
     assert not missing, missing
+
+
+def test_the_chip_sketch_validates_and_evaluates(tmp_path, capsys):
+    """The README's first sketch of a chip is a file every command takes (its defaults from the technology
+    tables): it validates, and a decode step on it takes a finite time."""
+    import math
+
+    import dse
+    from dse.cli import main
+
+    block = re.search(r"```yaml\n(name: my-chip\n.*?)```", README, re.S)
+    assert block, "the README's chip sketch"
+    path = tmp_path / "my-chip.yaml"
+    path.write_text(block.group(1))
+    assert main(["validate", str(path)]) == 0
+    m = dse.evaluate_design(str(path), "qwen3-8b:decode:batch=8:context=8192")
+    assert 0 < float(m["time_s"][0]) < math.inf
