@@ -53,7 +53,7 @@ from dse.spec import load_yaml
 from dse.spec.problems import Problems as _Problems, strip_location
 from dse.spec.yamlio import LocDict, key_loc, locate
 from dse.units import format_quantity, parse_quantity
-from dse.workload import build, workload_mapping
+from dse.workload import anchored, build, workload_mapping
 
 TOP_KEYS = ("name", "question", "workloads", "scenarios", "base", "overrides", "space", "constraints", "objectives",
             "solver", "output", "modules")
@@ -323,7 +323,7 @@ def _workloads(data, path: tuple, file: str, P: _Problems) -> tuple[list, list]:
             P.at(p, f"expected a workload mapping like {{model: qwen3-8b, phase: decode, ...}} or its short form "
                     f"'qwen3-8b:decode:batch=1:context=8192', got {item!r}")
             continue
-        body = dict(item)
+        body = anchored(dict(item), Path(file).parent)  # (a config.json path from the study's folder)
         weight = body.pop("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
             P.at(p + ("weight",), f"expected a finite number > 0, got {weight!r}")

@@ -28,7 +28,7 @@ from dse.precision import get_format
 from dse.spec.problems import Problems as _Problems, strip_location as _strip_location
 from dse.spec.yamlio import load_yaml, locate
 from dse.units import format_quantity, parse_quantity
-from dse.workload import build, parse_workload
+from dse.workload import anchored, build, parse_workload
 
 TOP_KEYS = ("name", "question", "baseline", "proposals", "workloads", "evaluation", "constraints",
             "attention_block", "output")
@@ -339,16 +339,16 @@ def _die_area(reserved, overrides, chip, path: tuple, P: _Problems):
     return filled, target, (fill, value)
 
 
-def _workloads(section, P: _Problems, file: str) -> list:
+def _workloads(section, P: _Problems, file: str, folder: Path | None = None) -> list:
     items = section if isinstance(section, list) else [section]
     out, names = [], {}
     for i, item in enumerate(items):
         p = ("workloads", i) if isinstance(section, list) else ("workloads",)
         try:
-            if isinstance(item, str):
-                wl = build(parse_workload(item))
+            if isinstance(item, str):  # (a config.json path is taken from the file's folder, as its chips are)
+                wl = build(parse_workload(item, folder))
             elif isinstance(item, Mapping):
-                wl = build(item)
+                wl = build(anchored(item, folder))
             else:
                 P.at(p, f"expected 'model:phase:key=value...' or a workload mapping, got {item!r}")
                 continue
@@ -456,7 +456,7 @@ def spec_from_dict(data, path: str | Path | None = None, *, out_given: bool = Fa
                 elif ref not in known:
                     P.at(p, unknown_name("design", ref, known))
 
-    workloads = _workloads(data["workloads"], P, file) if "workloads" in data else []
+    workloads = _workloads(data["workloads"], P, file, base_dir) if "workloads" in data else []
     if "workloads" in data and not workloads and not P.items:
         P.at(("workloads",), "at least one workload is needed")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -11,7 +12,8 @@ from dse.errors import SpecError, unknown_name
 from dse.spec import locate, validate
 from dse.spec.types import BytesOrZero, Count, CountOrZero, Record
 from dse.workload.formats import Formats
-from dse.workload.models import model_names
+from dse.workload.hf_config import is_config_path
+from dse.workload.models import load_model, model_names
 from dse.workload.ops import Op, _elementwise, attention, gemm
 from dse.workload.phases import DEFAULT_WORKSPACE, decode, prefill
 from dse.workload.step import Workload
@@ -95,7 +97,8 @@ class WorkloadSpec(Record):
     """
 
     name: str | None = Field(None, description="the workload's name (default: from the model and phase)")
-    model: str | None = Field(None, description="a shipped model (see above)")
+    model: str | None = Field(None, description="a shipped model (see above), or a Hugging Face config.json path "
+                                                "(in a file: from the file's folder)")
     phase: Literal["prefill", "decode"] | None = Field(None, description="one prefill or decode step")
     batch: Count = Field(1, description="requests in the step")
     context: Count | None = Field(None, description="decode: positions attended per request")
@@ -116,8 +119,14 @@ class WorkloadSpec(Record):
     @field_validator("model")
     @classmethod
     def _known_model(cls, v):
+        if v is not None and is_config_path(v):  # a Hugging Face config.json, as `dse serve --model` takes
+            try:
+                load_model(v.strip())
+            except SpecError as e:
+                raise ValueError("; ".join(e.problems)) from None
+            return v.strip()
         if v is not None and v.strip().lower() not in model_names():
-            raise ValueError(unknown_name("model", v, model_names()))
+            raise ValueError(unknown_name("model", v, model_names()) + " (or a Hugging Face config.json path)")
         return None if v is None else v.strip().lower()
 
     @model_validator(mode="after")
@@ -242,14 +251,29 @@ def key_values(parts, where: str, known, int_keys=(), kind: str = "key", example
     return got
 
 
-def parse_workload(text: str) -> WorkloadSpec:
-    """CLI short form ``model:phase:key=value:...`` -> WorkloadSpec (:func:`workload_mapping`, validated)."""
-    data = workload_mapping(text)
+def parse_workload(text: str, folder=None) -> WorkloadSpec:
+    """CLI short form ``model:phase:key=value:...`` -> WorkloadSpec (:func:`workload_mapping`, validated); a
+    relative config.json path taken from ``folder`` where given (:func:`anchored`)."""
+    data = anchored(workload_mapping(text), folder)
     try:
         return validate(WorkloadSpec, data)
     except SpecError as e:
         raise SpecError([f"workload '{text}': {p.split(' ', 1)[1] if p.startswith('<input>') else p}"
                          for p in e.problems]) from None
+
+
+def anchored(mapping, folder) -> dict:
+    """A workload mapping whose ``model`` is a relative config.json path, with the path taken from ``folder`` (the
+    folder of the study or what-if file that names it, as its chip files are); any other mapping as it is."""
+    model = mapping.get("model") if isinstance(mapping, dict) else None
+    if folder is None or not is_config_path(model) or Path(str(model).strip()).is_absolute():
+        return mapping
+    out = type(mapping)(mapping)  # (a located mapping, dse.spec.yamlio.LocDict, keeps its places in its file)
+    for attr in ("file", "loc", "key_locs", "value_locs"):
+        if hasattr(mapping, attr):
+            setattr(out, attr, getattr(mapping, attr))
+    out["model"] = str(Path(folder) / str(model).strip())
+    return out
 
 
 def workload_mapping(text: str) -> dict[str, Any]:
@@ -270,8 +294,9 @@ def workload_mapping(text: str) -> dict[str, Any]:
     if len(parts) < 2:
         raise SpecError(f"{where}: expected 'model:phase[:key=value...]', e.g. qwen3-8b:decode:batch=1:context=8192")
     data: dict[str, Any] = {"model": parts[0], "phase": parts[1]}
-    if parts[0].strip().lower() not in model_names():
-        raise SpecError(f"{where}: part '{parts[0]}': " + unknown_name("model", parts[0], model_names()))
+    if parts[0].strip().lower() not in model_names() and not is_config_path(parts[0]):
+        raise SpecError(f"{where}: part '{parts[0]}': " + unknown_name("model", parts[0], model_names())
+                        + " (or a Hugging Face config.json path)")
     if parts[1] not in ("prefill", "decode"):
         raise SpecError(f"{where}: part '{parts[1]}': " + unknown_name("phase", parts[1], ("prefill", "decode")))
     formats: dict[str, str] = {}

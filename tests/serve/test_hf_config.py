@@ -116,3 +116,38 @@ def test_a_config_in_a_model_folder_is_named_after_the_folder(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(cfg))
     assert load_model(folder / "config.json").name == "my-model"
+
+
+def test_a_config_path_names_the_model_of_a_workload(tmp_path, monkeypatch, capsys):
+    """`dse serve --model` took a config.json; a workload (a study's, a what-if's, `dse eval --workload`) took only
+    a shipped name. It takes the path too, in the mapping and in the short form; in a file, a relative path is
+    taken from the file's folder (as its chip files are), whatever the working folder. The Qwen3-8B fixture reads
+    as the shipped qwen3-8b (above), so its workloads are the shipped model's: the same FLOPs and bytes."""
+    import shutil
+
+    from dse.cli import main
+    from dse.spec.study import load_study
+    from dse.whatif import load_proposals
+    from dse.workload import build
+
+    (tmp_path / "models").mkdir()
+    shutil.copy(FIXTURES / "qwen3-8b.json", tmp_path / "models" / "qwen3-8b.json")
+    body = ('workloads:\n  - "models/qwen3-8b.json:decode:batch=2:context=1024"\n'
+            '  - {model: models/qwen3-8b.json, phase: prefill, tokens: 512}\n')
+    (tmp_path / "s.yaml").write_text("name: s\n" + body + "base: h100-sxm\nspace:\n  hbm.stacks: {int: [4, 5]}\n"
+                                     "objectives: [tpot]\nsolver: {method: grid}\n")
+    (tmp_path / "w.yaml").write_text("name: w\nbaseline: h100-sxm\nproposals:\n  p: {hbm.stacks: 6}\n" + body)
+    monkeypatch.chdir(FIXTURES)  # another folder
+    shipped = [build({"model": "qwen3-8b", "phase": "decode", "batch": 2, "context": 1024}),
+               build({"model": "qwen3-8b", "phase": "prefill", "tokens": 512})]
+    study = [build(w) for w, _ in load_study(tmp_path / "s.yaml").workloads]
+    whatif = list(load_proposals(tmp_path / "w.yaml").workloads)
+    for got in (study, whatif):
+        assert [(w.total_flops, w.bytes_read) for w in got] == [(w.total_flops, w.bytes_read)
+                                                                      for w in shipped]
+    assert main(["eval", "--chip", "h100-sxm", "--workload", f"{tmp_path / 'models' / 'qwen3-8b.json'}:decode:"
+                 "batch=2:context=1024", "--workload", "qwen3-8b:decode:batch=2:context=1024"]) == 0
+    times = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step time  ")]
+    assert len(times) == 2 and times[0] == times[1]
+    assert main(["eval", "--chip", "h100-sxm", "--workload", "missing.json:decode:batch=1:context=8"]) == 2
+    assert "no such config.json" in capsys.readouterr().err
