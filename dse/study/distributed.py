@@ -358,14 +358,23 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _every_design_stored(spec, done: int) -> bool:
+    """Whether the study's design space is discrete and holds no more designs than the ``done`` stored: the
+    workers then stop before the budget, each having found no design left (dse.solvers.optuna_search)."""
+    from dse.study.problem import design_space
+
+    space = design_space(spec)
+    return bool(space.is_discrete) and space.grid_size() <= done
+
+
 def run_workers(spec, storage_url: str, *, bar=None) -> int:
     """Fill the shared storage to the study's budget with ``spec.solver.workers`` processes.
 
-    Returns how many COMPLETE trials the storage holds afterwards (>= the
-    budget). Raises the workers' own DseError if they fail on one (a bad
-    storage, another study under the same name) and SolverError if they all
-    stopped before the budget was stored (killed), saying how many trials are
-    stored and that the same command resumes. ``bar`` (tqdm) shows the stored count.
+    Returns how many COMPLETE trials the storage holds afterwards (>= the budget; or every design of a discrete
+    space smaller than the budget, where the workers stop as one process does). Raises the workers' own DseError
+    if they fail on one (a bad storage, another study under the same name) and SolverError if they all stopped
+    before the budget was stored (killed), saying how many trials are stored and that the same command resumes.
+    ``bar`` (tqdm) shows the stored count.
     """
     import dataclasses
 
@@ -427,6 +436,8 @@ def run_workers(spec, storage_url: str, *, bar=None) -> int:
     bugs = [f"worker {i}: {msg[1]}" for i, _, msg in outcomes if msg and msg[0] == "bug"]
     if bugs and done < s.trials:  # not a user mistake: no DseError, so the CLI shows it as a crash
         raise RuntimeError(mask(f"dse worker crashed (traceback above): {'; '.join(bugs)}"))
+    if done < s.trials and not died and _every_design_stored(spec, done):
+        return done  # (a discrete space smaller than the budget: every design is evaluated, as one process stops)
     if done < s.trials:
         raise SolverError(f"the storage holds {done:,} of the {s.trials:,} trials; {'; '.join(died) or 'the workers stopped'}. "
                           f"Run the same command again to resume (stored trials are kept)")

@@ -70,6 +70,25 @@ def test_single_process_run_on_a_shared_storage_is_guarded(tmp_path):
     assert_exact(stored(storage, tmp_path / "out"), 120)
 
 
+def test_workers_stop_without_error_where_the_space_is_smaller_than_the_budget(tmp_path):
+    """A discrete space of 2 x 4 = 8 designs and a budget of 40: one process evaluates the 8 and stops; two
+    workers stopped too and the run failed ("the storage holds 28 of the 40 trials; the workers stopped. Run the
+    same command again to resume", on a space of 28, and the rerun said the same). They end as one process does."""
+    import yaml
+
+    study = small_study(tmp_path, trials=40, batch=10)
+    data = yaml.safe_load(study.read_text())
+    data["space"] = {"hbm.stacks": {"int": [5, 6]}, "units": {"int": [120, 150], "step": 10}}
+    study.write_text(yaml.safe_dump(data, sort_keys=False))
+    table = run_study(study, workers=2, out=tmp_path / "w2", write=False)
+    # every design of the space, each evaluated once per worker at most (the workers draw at once: their draws of
+    # a small space can repeat each other's), within the budget
+    designs = {(int(a), int(b)) for a, b in zip(table["p.hbm.stacks"], table["p.units"])}
+    assert designs == {(a, b) for a in (5, 6) for b in (120, 130, 140, 150)}
+    assert len(table) <= 2 * 8
+    assert len(run_study(study, out=tmp_path / "w1", write=False)) == 8
+
+
 def test_worker_errors_reach_the_user(tmp_path):
     """A worker's own DseError (here: the stored study has other objectives) is the run's error."""
     storage = f"sqlite:///{tmp_path / 's.db'}"
