@@ -750,3 +750,25 @@ def test_a_fit_with_rows_bound_by_the_l2_or_local_buffer_runs(tmp_path, capsys):
     prob = _Problem(_resolve_chip("h100-sxm")[0], rows, cal.KNOBS, {})
     states = prob.states(np.array([cal.IDEAL[k] for k in cal.KNOBS]))
     assert len(states) == 4 and set(states) & {"l2-bound", "local-bound"}, states
+
+
+def test_measurements_of_a_chip_file_of_ones_own(tmp_path, capsys):
+    """The CSV's chip column took catalog names only, so a chip of one's own (measured on a board the catalog
+    lacks) could not be calibrated. A chip file there (from the CSV's folder) stands for the file's `name`, and
+    `dse calibrate --chip FILE` selects its rows; a missing file is located at its cell. (The times are a user's
+    bench of their own, not a published table.)"""
+    src = Path(cal.__file__).resolve().parents[1] / "data" / "chips" / "h100-sxm.yaml"
+    (tmp_path / "my-h100.yaml").write_text(src.read_text().replace("name: h100-sxm", "name: my-h100", 1))
+    csv = tmp_path / "mine.csv"
+    csv.write_text("chip,workload,variant,measured_time_s,measured_energy_j,n_samples,source\n"
+                   "my-h100.yaml,qwen3-8b:decode:batch=1:context=2048,,6.1e-3,,10,my bench\n"
+                   "my-h100.yaml,qwen3-8b:decode:batch=32:context=2048,,9.5e-3,,10,my bench\n"
+                   "my-h100.yaml,gemm:m=4096:k=4096:n=4096,,0.21e-3,,10,my bench\n"
+                   "my-h100.yaml,qwen3-8b:prefill:tokens=2048,,0.05,,10,my bench\n")
+    assert [m.chip for m in cal.load_measurements(csv)] == ["my-h100"] * 4
+    assert main(["calibrate", str(csv), "--chip", str(tmp_path / "my-h100.yaml"), "--fix", "kernel_overhead=0",
+                 "--out", str(tmp_path / "cal.yaml")]) == 0
+    assert "calibrated my-h100 on 4 measurements" in capsys.readouterr().out
+    (tmp_path / "bad.csv").write_text(csv.read_text().replace("my-h100.yaml", "nope.yaml"))
+    assert main(["validate", str(tmp_path / "bad.csv")]) == 2
+    assert f"{tmp_path / 'bad.csv'}:2:1 column 'chip': " in capsys.readouterr().err

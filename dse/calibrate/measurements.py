@@ -4,7 +4,8 @@ Measurements (CSV, one row per measured case; ``#`` lines are comments)::
 
     chip,workload,variant,measured_time_s,measured_energy_j,n_samples,source
 
-``chip``: a catalog name (``dse catalog``). ``workload``: the CLI short form
+``chip``: a catalog name (``dse catalog``), or a chip file (``.yaml``, from the CSV's folder: its ``name``
+is the chip's, as ``dse calibrate --chip FILE`` selects it). ``workload``: the CLI short form
 (``qwen3-8b:decode:batch=1:context=8192``) or one GEMM call
 ``gemm:m=1:k=4096:n=4096[:batch=B][:count=C][:b=weights|kv|activations][:ROLE=FORMAT...]``
 (ROLE one of weights, activations, output, accumulator, compute). ``variant``:
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from dse.errors import SpecError, unknown_name
 from dse.fileio import INPUT_MAX_BYTES, read_input_text
-from dse.hardware import catalog_names, resolve_name
+from dse.hardware import catalog_names, load_chip, resolve_name
 from dse.units import parse_quantity
 from dse.workload import build, key_values, parse_workload
 
@@ -227,6 +228,11 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         chip = cell["chip"]
         if not chip:
             err("chip", "a catalog chip name (see `dse catalog`)", chip)
+        elif chip.lower().endswith((".yaml", ".yml")):  # a chip of one's own: the file's name
+            try:
+                chip = load_chip(path.parent / chip).name
+            except SpecError as e:
+                problems.extend(f"{where('chip')}: {p}" for p in e.problems)
         else:
             try:
                 chip = resolve_name(chip).stem
