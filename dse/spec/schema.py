@@ -335,7 +335,8 @@ def _workload() -> list[str]:
            "A workload is a model phase (`{model: qwen3-8b, phase: decode, batch: 8, context: 8192}`; prefill: "
            "`{model, phase: prefill, batch, tokens[, cached]}`) or an explicit operator list "
            "(`{name: qproj, ops: [{gemm: {m: 256, k: 4096, n: 4096}}]}`). Studies and what-ifs take the same "
-           "mappings, and a model phase in the short form below. Shipped models: " + ", ".join(f"`{m}`" for m in model_names())
+           "mappings, and a model phase in the short form below. Shipped models: "
+           + ", ".join(f"`{m}`" for m in model_names())
            + " (or a Hugging Face `config.json` path: `--model`, a workload's `model` and the short form take one; a "
              "relative path in a study or what-if file is taken from the file's folder).", "", _SHORT_FORM, ""]
     out += model_tables(WorkloadSpec)
