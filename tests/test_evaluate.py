@@ -518,6 +518,34 @@ def test_default_tiles_fit_the_buffer_and_feed_buffer_fit(decode_8k):
     assert buffer_fit.constraint(t)[0] == t["tile_working_set_bytes"][0] - 1024.0 > 0
 
 
+@pytest.mark.parametrize("chip", ["b200", "ascend-910c", "trainium2", "tpu-v1"])
+def test_default_tiles_keep_the_accumulators_in_an_accumulator_store(chip):
+    """On a chip with a separate accumulator store (``accumulator``: TMEM, L0C, PSUM, TPU accumulators) the FP32
+    accumulator tile lives there, not in the local buffer: the default tiles obey the CP-SAT tile model's limits
+    (dse.solvers.tile_data.fits: operands in the buffer, 4 T_M T_N <= accumulator) and use them.
+
+    B200 (TMEM 256 KiB, 228 KiB of shared memory, a 128 x 16 instruction): an 8192^3 FP8 GEMM's square tile is
+    256 x 256: its accumulators take exactly the 256 KiB of TMEM, its two operand slots 2 x (256 x 64 + 64 x 256)
+    x 1 B = 64 KiB of shared memory, and 256 is the heuristic's largest side. Counting the accumulators in shared
+    memory (as before) gave 128 x 128 (4 T^2 + 256 T <= 228 KiB: T <= 210, down to a multiple of 128), four times
+    the L2 requests per FLOP of the whole panel. Ascend 910C (L0C 128 KiB): 4 T^2 <= 128 KiB caps T at 181,
+    176 as a multiple of 16; the old rule gave 256 x 256, a 256 KiB accumulator tile CP-SAT's limits refuse."""
+    from dse.solvers.tile_data import fits, tile_data
+
+    chips = Chips.from_specs([load_chip(chip)])
+    fmt = "fp8_e4m3" if chip == "b200" else "int8" if chip == "tpu-v1" else "bf16"
+    for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (256, 4096, 4096)):
+        wl = W.build({"name": "g", "ops": [{"gemm": {"name": "g", "m": m, "n": n, "k": k,
+                                                     "formats": {"weights": fmt, "activations": fmt}}}]})
+        op = wl.ops[0]
+        tm, tn, tk, _ = (float(np.asarray(x).reshape(-1)[0]) for x in default_tiles(chips, op_table(wl)))
+        assert fits(tile_data(op, chips), tm, tn, tk, 2), (chip, m, n, k, tm, tn, tk)
+        if chip == "b200" and m == 8192:
+            assert (tm, tn) == (256.0, 256.0)
+        if chip == "ascend-910c" and m == 8192:
+            assert (tm, tn) == (176.0, 176.0)
+
+
 def test_prefill_gemms_on_h100_stay_near_compulsory_traffic_and_compute_bound():
     """Qwen3-8B 4K prefill on H100 (issue 15 item 2): the units' concurrent block of output tiles shares its
     operand panels (dse.model.tiling.block_reads), so an operand that fits the 50 MB L2 is read once and the

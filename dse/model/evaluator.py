@@ -394,7 +394,7 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
     return padded_gemm_flops(ops.m, ops.n, ops.k, ops.batch, im, inn, ik)
 
 
-def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
+def _tiles(im, inn, ik, buf, units, l2, acc, ops: OpTable, levels):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
     ``levels`` (:func:`_tile_levels`): the matrix rate per unit (FLOP / cycle, (operators, points or 1)) and the
     on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
@@ -403,7 +403,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
     and the points' classes: (first, inverse) of jit.distinct (points of a class have the same inputs; None where
     too few points repeat to evaluate them once)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
-    inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast)
+    inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast, acc)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
     O = len(ops.names)
     op = np.empty((O, 13))
@@ -418,7 +418,7 @@ def _tiles(im, inn, ik, buf, units, l2, ops: OpTable, levels):
         if alike is not None:
             pick, inverse = alike
     n = rows if pick is None else pick.size
-    point = np.empty((11, n))  # (the kernel's loops run along the points: one contiguous row per input)
+    point = np.empty((12, n))  # (the kernel's loops run along the points: one contiguous row per input)
     for j, x in enumerate(inputs):
         point[j] = x[:, 0] if x.shape[0] == 1 or pick is None else x[pick, 0]
     rate = unit_rate if pick is None or unit_rate.shape[1] == 1 else unit_rate[:, pick]
@@ -435,15 +435,20 @@ _ONE_CLASS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
 @jit.rule
-def tile_candidates(im, inn, ik, buf, units, l2, m, n, k, batch, emax):
+def tile_candidates(im, inn, ik, buf, units, l2, acc, m, n, k, batch, emax):
     """The default tiles' two candidates for one operator on one point (numbers or arrays; the rule:
     :func:`default_tiles`): (T_M, T_N, split) of the largest square tile of whole instruction tiles whose
     double-buffered working set (the wider operand's element size, an FP32 accumulator; T_K = 4 instruction
     k-steps) fills the buffer, clamped to the padded operator, with split-K spreading a too-small grid over the
     units no further than the L2 (``l2``) holds partial sums; and the same for the smaller square tile that
-    spreads the grid over the units."""
+    spreads the grid over the units. On a chip with a separate accumulator store of ``acc`` bytes per unit (TPU
+    accumulators, TMEM, PSUM, L0C; 0: none) the accumulator tile lives there, as in the CP-SAT tile model
+    (dse.solvers.cpsat_tiles, "buffer"): the operands alone fill the buffer and 4 T_M T_N <= acc."""
     tk = 4.0 * ik
-    t = tiling.square_tile_core(jit.maximum(buf, 16.0 * 1024.0), tk, emax, tiling.ACCUMULATOR_BYTES, 2.0)
+    store = acc > 0.0
+    t = tiling.square_tile_core(jit.maximum(buf, 16.0 * 1024.0), tk, emax,
+                                jit.where(store, 0.0, tiling.ACCUMULATOR_BYTES), 2.0)
+    t = jit.where(store, jit.minimum(t, np.sqrt(acc / tiling.ACCUMULATOR_BYTES)), t)
     q = jit.maximum(im, inn)
     t = jit.minimum(jit.maximum(np.floor(t / q) * q, q), 256.0)
     tm = jit.minimum(t, _pad(jit.maximum(m, 1.0), im))
@@ -527,7 +532,7 @@ def _best_split(d1, l0, p, split):
 @jit.kernel
 def _default_tiles_kernel(point, op, unit_rate, inverse):
     """(T_M, T_N, split, L2 bytes), each (rows, O), of every operator (``op``: its 13 columns in the order of
-    :func:`_tiles`) on every point (``point``: 11 rows of inputs, one value per point). Per operator: the
+    :func:`_tiles`) on every point (``point``: 12 rows of inputs, one value per point). Per operator: the
     candidates in one pass over the points, the L2 requests of a GEMM-like operator's candidates (a pass per
     cluster height), then the choice and the chosen tile's :func:`l2_request_bytes` (every tile visible); the
     passes have no branch, so they run on the vector lanes. The results are laid out (points, operators) after:
@@ -540,7 +545,7 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
     cm1, cn1, cm2, cn2, best1, best2 = (np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows),
                                         np.empty(rows), np.empty(rows))
     im, inn, ik, buf, units, l2 = point[0], point[1], point[2], point[3], point[4], point[5]
-    l2_rate, loc_rate, rm, rn, mcast = point[6], point[7], point[8], point[9], point[10]
+    l2_rate, loc_rate, rm, rn, mcast, acc = point[6], point[7], point[8], point[9], point[10], point[11]
     top = 0
     for r in range(rows):
         top = max(top, int(mcast[r]))
@@ -560,7 +565,7 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
         else:
             for r in range(rows):
                 tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
-                    im[r], inn[r], ik[r], buf[r], units[r], l2[r], m, n, k, batch, emax)
+                    im[r], inn[r], ik[r], buf[r], units[r], l2[r], acc[r], m, n, k, batch, emax)
         a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
         req_o = req_t[o]
         if is_gemm < 0.5:  # (its L2 requests: its inputs once)
@@ -638,12 +643,16 @@ def default_tiles(chips: Chips, ops: OpTable):
     T_K = 4 k-steps of the instruction), clamped to the
     padded operator; split-K spreads a too-small grid of tiles over the units,
     as far as the partial sums fit in L2 (beyond that, split-K would trade
-    idle units for memory traffic). The CP-SAT tile solver replaces this
+    idle units for memory traffic). A chip with a separate accumulator store
+    (``accumulator``: TPU accumulators, TMEM, PSUM) holds the T_M T_N x 4 B there, as
+    the CP-SAT tile model does: the operands alone fill the buffer, and the
+    accumulator tile fits the store. The CP-SAT tile solver replaces this
     where the exact optimum matters.
     """
     N, O = chips.n, len(ops.names)
     c = _chip_columns(chips, ops)
-    tiles = _tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, _tile_levels(c, _by_format(c.fpc, ops)))[:4]
+    tiles = _tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, c.acc, ops,
+                   _tile_levels(c, _by_format(c.fpc, ops)))[:4]
     return tuple(np.broadcast_to(x, (N, O)) for x in tiles)
 
 
@@ -1729,7 +1738,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     l2_requests = None  # (the default tiles' L2 bytes, where every tile is visible)
     tile_class = None  # (the default tiles' class of each point: points of one class have the same tiles)
     if tiles is None:
-        tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, ops,
+        tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, c.acc, ops,
                                                             _tile_levels(c, fpc))
     else:
         tm, tn, tk, split = tiles

@@ -269,7 +269,7 @@ def test_default_tiles_of_alike_points_evaluated_once(monkeypatch, name):
         "calibration.compute_efficiency": rng.choice([0.7, 1.0], n), "clock": rng.uniform(1e9, 2e9, n)})
     ops = ev.op_table(workload(name))
     c = ev._chip_columns(chips, ops)
-    args = (c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops, ev._tile_levels(c, ev._by_format(c.fpc, ops)))
+    args = (c.im, c.inn, c.ik, c.buf, c.units, c.psum, c.acc, ops, ev._tile_levels(c, ev._by_format(c.fpc, ops)))
     found = []
     distinct = jit.distinct
     monkeypatch.setattr(jit, "distinct", lambda keys, most=None: found.append(distinct(keys)[0].size)
@@ -448,7 +448,8 @@ def _random_chip_op(rng, n):
     return dict(
         im=pick([1.0, 8.0, 16.0, 32.0, 64.0], n), inn=pick([1.0, 8.0, 16.0, 32.0, 128.0], n),
         ik=pick([1.0, 8.0, 16.0, 32.0], n), buf=pick([0.0, 64e3, 228e3, 2e6], n), units=rng.integers(1, 300, n) * 1.0,
-        l2=pick([0.0, 2e6, 5e7], n), m=pick([0.0, 1.0, 4.0, 256.0, 4096.0, 32768.0], n),
+        l2=pick([0.0, 2e6, 5e7], n), acc=pick([0.0, 0.0, 128.0 * 1024, 256.0 * 1024, 4.0 * 2**20], n),
+        m=pick([0.0, 1.0, 4.0, 256.0, 4096.0, 32768.0], n),
         n=pick([0.0, 128.0, 1024.0, 4096.0, 151936.0], n), k=pick([0.0, 128.0, 4096.0, 12288.0], n),
         batch=pick([1.0, 8.0, 32.0], n), emax=pick([0.5, 1.0, 2.0, 4.0], n), ea=pick([0.5, 1.0, 2.0], n),
         eb=pick([0.5, 1.0, 2.0], n))
@@ -459,7 +460,7 @@ def test_tile_rules_compiled_equal_numpy():
     rng = np.random.default_rng(RNG_SEED)
     n = 4000
     d = _random_chip_op(rng, n)
-    cand_args = [d[k] for k in ("im", "inn", "ik", "buf", "units", "l2", "m", "n", "k", "batch", "emax")]
+    cand_args = [d[k] for k in ("im", "inn", "ik", "buf", "units", "l2", "acc", "m", "n", "k", "batch", "emax")]
     with jit.quiet():
         ref = ev.tile_candidates(*cand_args)
     got = _compiled(ev.tile_candidates, 6)(*cand_args)
@@ -648,14 +649,14 @@ def test_default_tiles_l2_bytes_are_the_rule(base):
         ops = ev.op_table(workload(name))
         c = ev._chip_columns(chips, ops)
         fpc = ev._by_format(c.fpc, ops)
-        tm, tn, _, split, l2_bytes, _ = ev._tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops,
+        tm, tn, _, split, l2_bytes, _ = ev._tiles(c.im, c.inn, c.ik, c.buf, c.units, c.psum, c.acc, ops,
                                                   ev._tile_levels(c, fpc))
         c_m, c_n = tiling.ceil_div_core(ops.m, tm), tiling.ceil_div_core(ops.n, tn)
         partial = tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split)
         _same_bits(l2_bytes, ev._l2_request_bytes(ops, c_m, c_n, c.mcast, 1.0, partial))
         vector = np.flatnonzero(~ops.is_gemm)  # (their tiles: the first candidate; shared by operators of one shape)
         with jit.quiet():
-            first = ev.tile_candidates(c.im, c.inn, c.ik, c.buf, c.units, c.psum, ops.m[vector], ops.n[vector],
+            first = ev.tile_candidates(c.im, c.inn, c.ik, c.buf, c.units, c.psum, c.acc, ops.m[vector], ops.n[vector],
                                        ops.k[vector], ops.batch[vector], ops.emax[vector])[:3]
         for got, want in zip((tm[:, vector], tn[:, vector], split[:, vector]), first):
             _same_bits(got, np.broadcast_to(want, got.shape))
@@ -679,12 +680,13 @@ def test_default_tiles_kernel_vector_operators_of_one_shape():
     op[:, 5:7] = 2.0  # ea, eb; is_gemm 0; bytes
     op[:, 8:11] = rng.choice([1e3, 1e6], (12, 3))
     point = np.array([d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], np.zeros(rows), np.zeros(rows),
-                      np.full(rows, 16.0), np.full(rows, 16.0), np.ones(rows)])
+                      np.full(rows, 16.0), np.full(rows, 16.0), np.ones(rows), d["acc"]])
     rate = np.ones((12, rows))
     tm, tn, split, _ = ev._default_tiles_kernel(point, op, rate, ev._EVERY_POINT)
     for o in range(12):
         with jit.quiet():
-            want = ev.tile_candidates(d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], *op[o, :5])[:3]
+            want = ev.tile_candidates(d["im"], d["inn"], d["ik"], d["buf"], d["units"], d["l2"], d["acc"],
+                                      *op[o, :5])[:3]
         for got, w in zip((tm[:, o], tn[:, o], split[:, o]), want):
             _same_bits(got, w)
 

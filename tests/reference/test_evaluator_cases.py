@@ -581,7 +581,9 @@ def test_attention_block_pipeline_through_the_evaluator():
     128 B/cycle of shared memory, B200's 128 x 256 register tile (tcgen05.mma: Q, K and V each read once per
     block, 96 KiB); the example counts the exponentials only (no vector ALU time), no L2 and an unlimited main
     memory. A query tile of 128 over 128 x B keys is B blocks: T(B) = one block serially + (B - 1) intervals,
-    so T(B + 1) - T(B) is the interval."""
+    so T(B + 1) - T(B) is the interval. The blocks are the example's, 128 x 128 (T_M x T_N of QK, softmax and PV;
+    T_K four k-steps, no split): B200's default tile is 128 x 256 since its accumulators live in TMEM (the
+    evaluator's default tiles, as the CP-SAT tile model), not the example's block."""
     cid = "attention_block_pipeline"
     sm = variant("b200", {"name": "b200-one-sm", "dies": 1, "units": 1, "clock": "1 GHz", "l2": "0 B",
                           "vector": {"flops_per_cycle": 1e12, "exp_per_cycle": 16},
@@ -597,7 +599,8 @@ def test_attention_block_pipeline_through_the_evaluator():
         qk, softmax, pv = W.attention(1, 1, 128, 128, 128 * blocks, causal=False)
         return W.Workload(name=f"attention-{blocks}", phase="ops", ops=(qk, softmax, pv))
 
-    t = {b: evaluate(chips, step(b), breakdown=b == 8) for b in (8, 9)}
+    block = ([128.0] * 3, [128.0] * 3, [64.0] * 3, [1.0] * 3)
+    t = {b: evaluate(chips, step(b), breakdown=b == 8, tiles=block) for b in (8, 9)}
     interval = (t[9].time_s.to_numpy() - t[8].time_s.to_numpy()) * 1e9  # cycles
     for key, got in zip(configs, interval):
         approx(cid, key, round(got, 6))  # (a difference of two ~10^4-cycle times in seconds: 1e-10 of float noise)

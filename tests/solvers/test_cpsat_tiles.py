@@ -246,11 +246,16 @@ def test_solved_tiles_are_never_slower_than_the_default(chip, overrides, phase):
     the per-operator optima are the workload's optimum: never slower than the default tiles, operator by
     operator and in total (the throttled B200 exercises the power bands inside a workload). A fused attention
     block's QK, softmax and PV pipeline with one clock (issue 15 item 6): its operators share the block's time,
-    so the block is compared as a whole."""
+    so the block is compared as a whole (the throttled B200's prefill block is 0.1% faster on the default tiles
+    than on the QK's and PV's optima: the solver keeps the default tiles there)."""
     w = decode("qwen3-8b", batch=1, context=8192) if phase == "decode" else prefill("qwen3-8b", batch=1, tokens=4096)
     ch = _throttled(chip, **overrides) if overrides else as_chips(load_chip(chip))
     tiles = solve_workload_tiles(w, ch)
     assert all(c.status == "OPTIMAL" for c in tiles.choices.values())
+    for j, op in enumerate(w.ops):  # (each choice names the tiles the workload runs on, a block's default ones too)
+        if op.name in tiles.choices:
+            c = tiles.choices[op.name]
+            assert [x[0, j] for x in tiles] == [c.tm, c.tn, c.tk, c.split_k], op.name
     solved = evaluate_workload(ch, w, tiles=tiles, breakdown=True)
     default = evaluate_workload(ch, w, breakdown=True)
     t_solved, t_default = solved.operators.t_op[0], default.operators.t_op[0]
