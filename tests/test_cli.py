@@ -223,6 +223,18 @@ def test_tiles_report_layout_kloop_and_occupancy(capsys):
                                                                                                          rel=1e-3)
 
 
+def test_tiles_resident_per_unit_counts_the_accumulator_store(capsys):
+    """B200 (228 KiB shared memory, 256 KiB TMEM): the default 256 x 256 x 64 FP8 tile's operands take 64 KiB of
+    shared memory (2 slots x (256 x 64 + 64 x 256) x 1 B), three at once by shared memory, but its FP32
+    accumulators take 256 x 256 x 4 B = 256 KiB, all of TMEM: one tile resident per SM (the report said 3)."""
+    assert main(["tiles", "--chip", "b200", "--m", "8192", "--n", "8192", "--k", "8192", "--format", "fp8_e4m3",
+                 "--solver", "heuristic"]) == 0
+    t = _tiles_table(capsys.readouterr().out)["heuristic"]
+    assert t["tile T_M x T_N x T_K"] == "256 x 256 x 64"
+    assert parse_quantity(t["tile working set"], "bytes") == 64 * 1024
+    assert t["tiles resident per unit"] == "1"
+
+
 def test_tiles_occupancy_needs_both_register_options(capsys):
     assert main(["tiles", "--chip", "mi355x", "--m", "256", "--n", "4096", "--k", "4096", "--solver", "heuristic",
                  "--waves-per-tile", "4"]) == 2

@@ -15,8 +15,9 @@ seed 004 §4.4.1); the k-loop of one work item, the evaluator's matrix and memor
 its waves x k-steps, with one and two input slots (:func:`dse.model.pipeline.serial_time`,
 :func:`~dse.model.pipeline.double_buffer_time`) and by input slots with the chip's memory latency as the
 wait (:func:`~dse.model.pipeline.input_slot_schedule`; seed 004 §4.4.2); and the tiles whose working sets
-the local buffer holds at once, with the register limit where the kernel's waves and VGPRs per lane are
-given (:func:`dse.model.tiling.occupancy`, seed 000 "Worked occupancy example", gfx950 limits).
+the local buffer holds at once (their accumulator tiles in the accumulator store too, where the chip has one),
+with the register limit where the kernel's waves and VGPRs per lane are given (:func:`dse.model.tiling.occupancy`,
+seed 000 "Worked occupancy example", gfx950 limits).
 
 Example (the Q projection at M = 256 on an RTX 4090)::
 
@@ -137,6 +138,9 @@ def _kloop(op, chips, tm, tn, tk, split, t_matrix_s, t_memory_s, n_waves, ws, re
     lds = float(chips.get("local_buffer")[0])
     occ = None
     resident = float(tiling.occupancy(ws, lds).workgroups_by_lds) if lds > 0 else 0.0
+    acc = float(chips.get("accumulator", 0.0)[0])
+    if resident > 0 and acc > 0:  # (each resident tile's FP32 accumulators in the accumulator store: TMEM, PSUM)
+        resident = min(resident, math.floor(acc / (tiling.ACCUMULATOR_BYTES * tm * tn)))
     if registers is not None:
         occ = tiling.occupancy(ws if lds > 0 else 0.0, lds if lds > 0 else 1.0, registers[0], registers[1],
                                **tiling.GFX950_OCCUPANCY)
