@@ -3,7 +3,8 @@
 Formula: tile_working_set_bytes - local_buffer_bytes      (bytes; <= 0 feasible)
 tile_working_set_bytes: the evaluator's largest double-buffered working set of the chosen tiles over the
 GEMM-like operators (dse.model.tiling.tile_working_set, 2 input slots, the FP32 accumulator unless the chip
-has an accumulator store); local_buffer_bytes: the chip's local buffer per unit (dse.evaluate).
+has an accumulator store, and then the part of it the store does not hold: dse.model.tiling.accumulator_spill);
+local_buffer_bytes: the chip's local buffer per unit (dse.evaluate).
 Source: seed 004 §4.4.2 (tile working set vs on-chip buffer capacity, double buffering).
 """
 

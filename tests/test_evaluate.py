@@ -502,6 +502,10 @@ def test_tile_working_set_of_given_tiles():
     # a chip with an accumulator store (TPU v1's 4 MiB) keeps the accumulator out of the local buffer
     tpu = Chips.from_base(load_chip("h100"), 1, {"accumulator": np.array([4.0 * 2**20])})
     assert evaluate_arrays(tpu, wl, tiles=tiles)["tile_working_set_bytes"][0] == 96 * 1024
+    # a store too small for the tile's accumulators leaves the rest in the local buffer: 32 KiB of the 128 x 256 x
+    # 4 B = 128 KiB accumulator tile held, 96 KiB beside its 96 KiB of operands (the 64 x 64 tile's 16 KiB fit)
+    small = Chips.from_base(load_chip("h100"), 1, {"accumulator": np.array([32.0 * 1024])})
+    assert evaluate_arrays(small, wl, tiles=tiles)["tile_working_set_bytes"][0] == (96 + 96) * 1024
 
 
 def test_default_tiles_fit_the_buffer_and_feed_buffer_fit(decode_8k):

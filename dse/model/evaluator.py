@@ -1120,27 +1120,31 @@ def _working_set(tm, tn, tk, ops: OpTable, acc_store) -> np.ndarray:
     """(rows,) the largest double-buffered working set over the GEMM-like operators, 0 without one.
 
     :func:`dse.model.tiling.tile_working_set` with 2 input slots; the FP32 accumulator tile counts in
-    the local buffer unless the chip has a separate accumulator store (``accumulator`` > 0). ``tk``: one per point
+    the local buffer unless the chip has a separate accumulator store (``accumulator`` > 0), where the part of it
+    the store does not hold counts (:func:`dse.model.tiling.accumulator_spill`). ``tk``: one per point
     ((rows, 1), the default tiles) or one per operator and point (given tiles).
     """
-    acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
-    return _block_kernel(_working_set_kernel, (tm, tn, tk), (acc,), (ops.ea, ops.eb, ops.is_gemm))[0][0]
+    return _block_kernel(_working_set_kernel, (tm, tn, tk), (acc_store,), (ops.ea, ops.eb, ops.is_gemm))[0][0]
 
 
 @jit.kernel
-def _working_set_kernel(tm, tn, tk, acc_bytes, ea, eb, is_gemm, n_ops):
-    """The largest :func:`dse.model.tiling.tile_working_set_core` (2 slots) over each point's GEMM-like operators, 0
-    without one: flat (points x operators) tiles, then per point the accumulator's bytes in the local buffer, then
-    per operator the element sizes and 1 for a GEMM-like operator; a (1, points) array (NaN wins, as numpy's max)."""
+def _working_set_kernel(tm, tn, tk, acc_store, ea, eb, is_gemm, n_ops):
+    """The largest :func:`dse.model.tiling.tile_working_set_core` (2 slots) and its
+    :func:`~dse.model.tiling.accumulator_spill` over each point's GEMM-like operators, 0 without one: flat (points
+    x operators) tiles, then per point the accumulator store's bytes (0: none, the accumulator in the local
+    buffer), then per operator the element sizes and 1 for a GEMM-like operator; a (1, points) array (NaN wins, as
+    numpy's max)."""
     n, k = tm.size, jit.op_count(n_ops)
     rows = n // k
     out = np.empty((1, rows))
     for p in range(rows):
-        top, first, acc = 0.0, True, acc_bytes[p]
+        top, first, store = 0.0, True, acc_store[p]
+        acc = jit.where(store > 0.0, 0.0, tiling.ACCUMULATOR_BYTES)
         for j in range(k):
             i = p * k + j
             if jit.of_op(is_gemm, j) > 0.5:
-                ws = tiling.tile_working_set_core(tm[i], tn[i], tk[i], jit.of_op(ea, j), jit.of_op(eb, j), acc, 2.0)
+                ws = tiling.tile_working_set_core(tm[i], tn[i], tk[i], jit.of_op(ea, j), jit.of_op(eb, j), acc, 2.0) \
+                    + tiling.accumulator_spill(tm[i], tn[i], store)
                 top, first = jit.where(first, ws, jit.maximum(top, ws)), False
         out[0, p] = top
     return (out,)

@@ -187,6 +187,16 @@ def tile_working_set_core(tm, tn, tk, a_bytes, b_bytes, acc_bytes, slots):
     return tm * (a_bytes * st + tn * acc_bytes) + tn * (b_bytes * st)  # (ordered for the fewest full-size operations)
 
 
+@jit.rule
+def accumulator_spill(tm, tn, store):
+    """Bytes of a T_M x T_N FP32 accumulator tile beyond a separate accumulator store of ``store`` bytes per unit
+    (TMEM, PSUM, L0C, TPU accumulators; 0: none): the part the store does not hold takes local-buffer space, so a
+    working set counts it beside its operands (0 where the tile fits the store, and on a chip without a store,
+    whose working set counts the whole tile: :func:`tile_working_set`'s ``acc_bytes``). B200's 256 KiB of TMEM
+    holds a 256 x 256 tile exactly; a 32 KiB store would leave 224 KiB of a 256 x 256 tile to the buffer."""
+    return jit.where(store > 0.0, jit.maximum(ACCUMULATOR_BYTES * tm * tn - store, 0.0), 0.0)
+
+
 def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots=2):
     """The side T of the square tile whose :func:`tile_working_set` (T, T, tk) is ``budget_bytes`` (real T).
 

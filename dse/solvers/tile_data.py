@@ -439,8 +439,11 @@ def buffer_accumulator_bytes(d: TileData) -> float:
 
 
 def working_set(d: TileData, tm, tn, tk, slots):
-    """Local-buffer bytes of a tiling: :func:`dse.model.tiling.tile_working_set` (the evaluator's metric)."""
-    return tiling.tile_working_set(tm, tn, tk, d.ea, buffer_accumulator_bytes(d), slots=slots, b_bytes=d.eb)
+    """Local-buffer bytes of a tiling: :func:`dse.model.tiling.tile_working_set` and the accumulators an accumulator
+    store does not hold (:func:`~dse.model.tiling.accumulator_spill`; 0 for a tile :func:`fits` admits): the
+    evaluator's metric."""
+    return tiling.tile_working_set(tm, tn, tk, d.ea, buffer_accumulator_bytes(d), slots=slots, b_bytes=d.eb) \
+        + tiling.accumulator_spill(tm, tn, d.accumulator)
 
 
 def accumulator_bytes(tm, tn):

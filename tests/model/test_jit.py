@@ -815,14 +815,15 @@ def test_cache_reads_kernel_equals_the_rule(n_ops):
 def test_working_set_kernel_equals_the_largest_of_the_rule(n_ops, tk_per_op):
     """The block's working-set output (dse.model.evaluator._working_set, a kernel) is, to the bit, the largest of
     dse.model.tiling.tile_working_set (run by numpy, 2 slots) over each point's GEMM-like operators: the
-    accumulator counted where the chip has no accumulator store, a NaN tile giving NaN (as numpy's max), 0 for a
+    accumulator counted where the chip has no accumulator store (with one, what it does not hold:
+    dse.model.tiling.accumulator_spill), a NaN tile giving NaN (as numpy's max), 0 for a
     point without a GEMM-like operator; T_K one per point (the default tiles) or per operator and point."""
     rng = np.random.default_rng(RNG_SEED + 23)
     rows = 200
     tm, tn = (rng.choice([16.0, 64.0, 128.0, 256.0], (rows, n_ops)) for _ in range(2))
     tm[5, 0] = np.nan
     tk = rng.choice([16.0, 64.0, 128.0], (rows, n_ops) if tk_per_op else (rows, 1))
-    acc_store = rng.choice([0.0, 2e6], (rows, 1))
+    acc_store = rng.choice([0.0, 2e6, 32768.0], (rows, 1))  # (a 32 KiB store spills the larger tiles' accumulators)
     ea, eb = rng.choice([0.5, 1.0, 2.0], n_ops), rng.choice([0.5, 1.0, 2.0, 4.0], n_ops)
     is_gemm = np.where(rng.random(n_ops) < 0.6, 1.0, 0.0)
     is_gemm[0] = 1.0
@@ -830,7 +831,8 @@ def test_working_set_kernel_equals_the_largest_of_the_rule(n_ops, tk_per_op):
         is_gemm[1] = 0.0
     ops = SimpleNamespace(ea=ea, eb=eb, is_gemm=is_gemm)
     acc = np.where(acc_store > 0, 0.0, tiling.ACCUMULATOR_BYTES)
-    each = np.broadcast_to(tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb), (rows, n_ops))
+    each = np.broadcast_to(tiling.tile_working_set(tm, tn, tk, ea, acc, slots=2, b_bytes=eb)
+                           + tiling.accumulator_spill(tm, tn, acc_store), (rows, n_ops))
     want = each[:, is_gemm > 0.5].max(axis=1)
     _same_bits(ev._working_set(tm, tn, tk, ops, acc_store), want)
     assert np.isnan(want[5]) and (want[~np.isnan(want)] > 0).all()

@@ -73,6 +73,19 @@ def test_tile_working_set_mixed_operands_and_arrays():
     assert tiling.tile_working_set(128, 128, 64, 2, 0, slots=2) == 65536
 
 
+def test_accumulator_spill_is_what_the_store_does_not_hold():
+    """A T_M x T_N FP32 accumulator tile is 4 T_M T_N bytes: a 256 x 256 tile (256 KiB) fits B200's 256 KiB TMEM
+    exactly (0 spilled); a 32 KiB store leaves 262,144 - 32,768 = 229,376 B to the local buffer; a 4 MiB store
+    (TPU v1) holds it; a chip without a store (0) counts the tile in its working set instead (tile_working_set's
+    acc_bytes), so the spill is 0 there."""
+    assert tiling.accumulator_spill(256, 256, 256 * 1024) == 0.0
+    assert tiling.accumulator_spill(256, 256, 32 * 1024) == 229376.0
+    assert tiling.accumulator_spill(256, 256, 4 * 2**20) == 0.0
+    assert tiling.accumulator_spill(256, 256, 0.0) == 0.0
+    got = tiling.accumulator_spill(np.array([128.0, 256.0]), np.array([128.0, 256.0]), np.array([32768.0, 32768.0]))
+    assert got.tolist() == [65536.0 - 32768.0, 229376.0]
+
+
 @given(budget=st.floats(16 * 1024, 4e6), tk=st.sampled_from([16, 32, 64, 128]), e=st.sampled_from([0.5, 1, 2, 4]),
        acc=st.sampled_from([0.0, 4.0]))
 @settings(max_examples=100, deadline=None)
