@@ -81,21 +81,24 @@ EXIT_STORAGE = 3  # StorageError
 EXIT_INTERRUPTED = 130
 
 
-def did_you_mean(name: str, choices) -> str:
-    """' (did you mean 'x'?)' for the closest of ``choices``, or '' if none is close."""
+def did_you_mean(name: str, choices, aliases=None) -> str:
+    """' (did you mean 'x'?)' for the closest of ``choices``, or '' if none is close. ``aliases``: other names
+    (a deprecated one) -> the choice to suggest where one of them is the closest."""
     import difflib
 
-    choices = [str(c) for c in choices]
+    aliases = dict(aliases or {})
+    choices = [str(c) for c in choices] + list(aliases)
     close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
     if not close:
         low = {c.lower(): c for c in choices}
         close = difflib.get_close_matches(str(name).lower(), list(low), n=1, cutoff=0.6)
         close = [low[c] for c in close]
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    return f" (did you mean '{aliases.get(close[0], close[0])}'?)" if close else ""
 
 
-def unknown_name(kind: str, name: str, choices) -> str:
-    """Message for an unknown name: what was given, the closest match, the valid ones."""
+def unknown_name(kind: str, name: str, choices, aliases=None) -> str:
+    """Message for an unknown name: what was given, the closest match (``aliases``: see :func:`did_you_mean`), the
+    valid ones."""
     choices = sorted(str(c) for c in choices)
     listed = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ..."
-    return f"unknown {kind} '{name}'{did_you_mean(name, choices)}; known: {listed}"
+    return f"unknown {kind} '{name}'{did_you_mean(name, choices, aliases)}; known: {listed}"

@@ -166,8 +166,9 @@ def _get(kind: str, name: str, extra: Mapping[str, ModuleType] | None = None) ->
     table = dict(_builtin(kind))
     if extra:
         table.update({k: m for k, m in extra.items() if check_module(m) == kind})
-    if not isinstance(name, str) or name not in table:
-        raise SpecError(unknown_name(kind, name, table))
+    if not isinstance(name, str) or name not in table:  # (current names listed; a deprecated one suggests its heir)
+        replaced = {k: m.REPLACED_BY for k, m in table.items() if getattr(m, "REPLACED_BY", None)}
+        raise SpecError(unknown_name(kind, name, [k for k in table if k not in replaced], replaced))
     return table[name]
 
 

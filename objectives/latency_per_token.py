@@ -22,6 +22,8 @@ DIRECTION = "minimize"
 FORMULA = "tpot_s, else time_s (deprecated alias of tpot)"
 SOURCE = "seed 004 §4.8.2 (decode step time per user); deprecated: use tpot"
 PARAMS: dict = {}
+#: the objective to use instead (dse.registry leaves a replaced name out of its suggestions)
+REPLACED_BY = "tpot"
 _warned = False
 
 

@@ -15,7 +15,7 @@ spec error writes nothing.
       hbm.stacks: {int: [1, 8]}
       workload.formats.weights: {choice: [bf16, fp8]}
     constraints: {reticle: null, hbm_shoreline: null, tdp: {max: 1000 W}, fits_memory: null}
-    objectives: [latency_per_token, energy_per_token, die_area]
+    objectives: [tpot, energy_per_token, die_area]
     solver: {method: nsga2, trials: 2000, batch: 200, seed: 0}
     output: results/qwen3-8b-decode-chip
 
