@@ -450,6 +450,24 @@ def test_show_prints_the_modelled_die_area_power_and_cost(capsys):
     assert "no published figure" in out and "the model's estimate" in out
 
 
+def test_show_prints_the_accumulator_store_and_the_on_chip_bandwidths(capsys):
+    """`dse show` names what the default tiles and the on-chip levels read: B200's 256 KiB of TMEM per SM (a 256 x 256
+    FP32 tile: 256 x 256 x 4 B), its L2 at the on-chip rule (hierarchy.yaml: 48 B/cycle per SM x 74 SMs per die =
+    3,552 B/cycle, marked a default), and H100's L2 at its file's measured 4,950 B/cycle (not a default)."""
+    from dse.cli import main
+
+    assert main(["show", "b200"]) == 0
+    out = capsys.readouterr().out
+    assert "accumulator store 256 KiB/unit (the tiles' FP32 accumulators: a 256 x 256 tile at most)" in out
+    l2 = next(x for x in out.splitlines() if x.strip().startswith("L2 bandwidth"))
+    assert "3,552 B/cycle/die" in l2 and "(default: 48 B/cycle per unit" in l2 and "multicast over 2 units" in l2
+    assert main(["show", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    l2 = next(x for x in out.splitlines() if x.strip().startswith("L2 bandwidth"))
+    assert "4,950 B/cycle/die" in l2 and "default" not in l2
+    assert "accumulator store" not in out
+
+
 def test_dse_catalog_prints_no_nan(capsys):
     """`dse catalog`: a chip without a BF16 or FP16 matrix rate (TPU v1: INT8 only) shows '-' for its BF16 peak
     and its machine balance, as for every missing figure (it printed 'nan'); the others' FLOP/B is the BF16 (else

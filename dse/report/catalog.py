@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from dse.hardware import ChipSpec, catalog, load_chip
+from dse.model.tiling import ACCUMULATOR_BYTES
 from dse.units import format_quantity
 
 
@@ -80,6 +83,11 @@ def show(name: str) -> str:
     lines.append(f"  local buffer {format_quantity(s.local_buffer, 'bytes')}/unit, registers "
                  f"{format_quantity(s.register_file, 'bytes')}/unit, L2 {format_quantity(s.l2, 'bytes')}/die"
                  + (" (each die's own units only)" if s.l2_scope == "die" and s.dies > 1 else ""))
+    if s.accumulator:
+        side = math.isqrt(int(s.accumulator // ACCUMULATOR_BYTES))
+        lines.append(f"  accumulator store {format_quantity(s.accumulator, 'bytes')}/unit (the tiles' FP32 "
+                     f"accumulators: a {side} x {side} tile at most)")
+    lines += _on_chip_bandwidths(s)
     if s.memory_side_cache:
         msc = s.memory_side_cache
         lines.append(f"  memory-side cache {format_quantity(msc.capacity, 'bytes')} shared by the dies, "
@@ -107,6 +115,27 @@ def show(name: str) -> str:
                      f"or PHY area (give links.die_to_die to charge for one)")
     lines += _modelled(s)
     return "\n".join(lines)
+
+
+def _on_chip_bandwidths(s) -> list[str]:
+    """The local buffer's and the L2's bytes per cycle as the evaluator reads them (dse.hardware.rules: the chip's
+    own figure, else the on-chip rule of hierarchy.yaml, marked as such) and the L2's multicast."""
+    from dse.hardware import Chips
+
+    chips = Chips.from_specs([s])
+    out = []
+    for key, what, per in (("local_bytes_per_cycle", "local buffer", "unit"), ("l2_bytes_per_cycle", "L2", "die")):
+        if not (s.local_buffer if key == "local_bytes_per_cycle" else s.l2):
+            continue
+        b = float(chips.get(key, 0.0)[0])
+        units = s.units if per == "die" else 1
+        rate = format_quantity(b * s.clock * (s.dies if per == "die" else s.total_units), "bandwidth")
+        rule = "" if getattr(s, key) is not None else (
+            f" (default: {b / units:g} B/cycle per unit, hierarchy.yaml)")
+        out.append(f"  {what} bandwidth {b:,.0f} B/cycle/{per}, {rate} in all at the clock{rule}")
+    if s.l2 and s.l2_multicast > 1:
+        out[-1] += f", multicast over {s.l2_multicast} units"
+    return out
 
 
 def _modelled(s) -> list[str]:
