@@ -271,7 +271,7 @@ BAD_FILES = {
     "workload": (lambda t: t.replace("batch: 8", "batchh: 8"), "batchh", ["did you mean 'batch'"]),
     "chip": (lambda t: t.replace("units: 132", "units: 132.5"), "units: 132.5", ["units"]),
     "study": (lambda t: t.replace("latency_per_token", "latency_per_tokn"), "latency_per_tokn",
-              ["did you mean 'latency_per_token'"]),
+              ["did you mean 'tpot'"]),  # (the deprecated name's replacement, dse.registry)
     "whatif": (lambda t: t.replace("baseline:", "baselin:", 1), "baselin:", ["baselin"]),
     "measurements": (lambda t: t.replace("25.83e-3", "fast", 1), "fast", ["measured_time_s"]),
 }

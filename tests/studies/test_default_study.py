@@ -127,7 +127,7 @@ solver: {method: nsga2, trials: 20, batch: 10}
 def test_broken_study_files_exit_2(tmp_path, capsys):
     cases = [
         (BASE + "objectivs: [x]\n", "did you mean 'objectives'"),
-        (BASE.replace("latency_per_token", "latency_per_tokn"), "did you mean 'latency_per_token'"),
+        (BASE.replace("latency_per_token", "latency_per_tokn"), "did you mean 'tpot'"),  # (the deprecated name's heir)
         (BASE.replace("hbm.stacks: {int: [1, 6]}", "clock: {float: [1 GB, 2 GHz]}"), "frequency"),
         (BASE.replace("hbm.stacks", "hbm.stakcs"), "did you mean 'hbm.stacks'"),
         (BASE.replace("trials: 20", "trials: -3"), "solver.trials"),
