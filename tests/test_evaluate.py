@@ -550,6 +550,32 @@ def test_default_tiles_keep_the_accumulators_in_an_accumulator_store(chip):
             assert (tm, tn) == (176.0, 176.0)
 
 
+def _catalog_chips_with_a_local_buffer() -> list[str]:
+    from dse.hardware import catalog
+
+    return [c.name for c in catalog() if c.local_buffer > 0]
+
+
+@pytest.mark.parametrize("chip", _catalog_chips_with_a_local_buffer())
+def test_default_tiles_pass_the_tile_models_limits_on_every_catalog_chip(chip):
+    """Every catalog chip with a local buffer (Groq has none: no tile fits anywhere): its default tiles of GEMMs
+    from decode to prefill sizes, odd sizes and a vocabulary-wide one included, obey the CP-SAT tile model's
+    limits (dse.solvers.tile_data.fits: the working set within the local buffer, the accumulator tile within the
+    accumulator store or the register file). Ascend 910C's 256 x 256 default broke its 128 KiB L0C before the
+    default tiles kept the accumulators in the store."""
+    from dse.solvers.tile_data import fits, tile_data
+
+    spec = load_chip(chip)
+    chips = Chips.from_specs([spec])
+    fmt = next(f for f in ("bf16", "fp16", "int8", "fp8_e4m3") if f in spec.matrix.flops_per_cycle)
+    for m, n, k in ((8192, 8192, 8192), (256, 4096, 4096), (1, 4096, 4096), (300, 28672, 8192),
+                    (2048, 151936, 4096)):
+        wl = W.build({"name": "g", "ops": [{"gemm": {"name": "g", "m": m, "n": n, "k": k,
+                                                     "formats": {"weights": fmt, "activations": fmt}}}]})
+        tm, tn, tk, _ = (float(np.asarray(x).reshape(-1)[0]) for x in default_tiles(chips, op_table(wl)))
+        assert fits(tile_data(wl.ops[0], chips), tm, tn, tk, 2), (chip, m, n, k, tm, tn, tk)
+
+
 def test_prefill_gemms_on_h100_stay_near_compulsory_traffic_and_compute_bound():
     """Qwen3-8B 4K prefill on H100 (issue 15 item 2): the units' concurrent block of output tiles shares its
     operand panels (dse.model.tiling.block_reads), so an operand that fits the 50 MB L2 is read once and the
