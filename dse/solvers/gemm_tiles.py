@@ -38,7 +38,7 @@ from dse.errors import SpecError, unknown_name
 from dse.model import pipeline, tiling
 from dse.model.evaluator import BOUND_NAMES, default_tiles, op_table
 from dse.precision import get_format
-from dse.solvers.tile_data import as_chips, evaluate_tiles
+from dse.solvers.tile_data import accumulator_bytes, as_chips, evaluate_tiles
 
 __all__ = ["SOLVERS", "TilingResult", "gemm_op", "gemm_tiles"]
 
@@ -140,7 +140,7 @@ def _kloop(op, chips, tm, tn, tk, split, t_matrix_s, t_memory_s, n_waves, ws, re
     resident = float(tiling.occupancy(ws, lds).workgroups_by_lds) if lds > 0 else 0.0
     acc = float(chips.get("accumulator", 0.0)[0])
     if resident > 0 and acc > 0:  # (each resident tile's FP32 accumulators in the accumulator store: TMEM, PSUM)
-        resident = min(resident, math.floor(acc / (tiling.ACCUMULATOR_BYTES * tm * tn)))
+        resident = min(resident, math.floor(acc / float(accumulator_bytes(tm, tn))))
     if registers is not None:
         occ = tiling.occupancy(ws if lds > 0 else 0.0, lds if lds > 0 else 1.0, registers[0], registers[1],
                                **tiling.GFX950_OCCUPANCY)
