@@ -731,7 +731,7 @@ def test_cli_eval_calibrated_bad_input(rtx_fit, tmp_path, capsys, extra, words):
 
 
 def test_a_fit_with_rows_bound_by_the_l2_or_local_buffer_runs(tmp_path, capsys):
-    """A user's H100 bench (times of their own, not a published table): decodes, a 4096^3 GEMM and a 2K prefill.
+    """A user's H100 bench (times of their own, not a published table): decodes, a GEMM and a 2K prefill.
     The leave-one-out refits explain an unidentifiable knob by what bounds each row, and the message's names
     stopped at matrix, vector and memory: a row bound by the L2 or the local buffer (issue 15's levels) raised
     IndexError out of `dse calibrate` (a traceback). Every bound the evaluator names has a name now."""
@@ -739,12 +739,12 @@ def test_a_fit_with_rows_bound_by_the_l2_or_local_buffer_runs(tmp_path, capsys):
     csv.write_text("chip,workload,variant,measured_time_s,measured_energy_j,n_samples,source\n"
                    "h100-sxm,qwen3-8b:decode:batch=1:context=2048,,6.1e-3,,10,my bench\n"
                    "h100-sxm,qwen3-8b:decode:batch=32:context=2048,,9.5e-3,,10,my bench\n"
-                   "h100-sxm,gemm:m=4096:k=4096:n=4096,,0.21e-3,,10,my bench\n"
+                   "h100-sxm,gemm:m=256:k=4096:n=4096,,0.0145e-3,,10,my bench\n"
                    "h100-sxm,qwen3-8b:prefill:tokens=2048,,0.05,,10,my bench\n")
     assert main(["calibrate", str(csv), "--chip", "h100-sxm", "--fix", "kernel_overhead=0"]) == 0
     assert "Traceback" not in capsys.readouterr().err
-    # what bounds each row at the ideal knobs, by the evaluator's own bound column: the GEMM and the prefill are
-    # not bound by the matrix units alone on the H100 (issue 15: its L2 at 4950 B/clk feeds 132 SMs)
+    # what bounds each row at the ideal knobs, by the evaluator's own bound column: the GEMM at M = 256 is bound by
+    # the H100's L2 (issue 15: its L2 at 4950 B/clk feeds 132 SMs; the default tiles' requests, 11.9 us)
     rows = [x.measurement for x in cal.calibrate(cal.load_measurements(csv), "h100-sxm",
                                                  fix={"kernel_overhead": 0.0}).rows]
     prob = _Problem(_resolve_chip("h100-sxm")[0], rows, cal.KNOBS, {})

@@ -211,12 +211,12 @@ def test_tiles_report_layout_kloop_and_occupancy(capsys):
     assert t["tiles resident per unit"] == f"{occ.workgroups_by_lds:g}"
     assert t["occupancy (waves / SIMD)"] == f"{occ.occupancy:.0%} ({occ.waves_per_simd:g})"
     n_steps, per_step = t["k-loop: k-steps x load/compute"].split(" x ")
-    assert int(n_steps) == math.ceil(4096 / tk)  # no split-K
+    assert int(n_steps) == math.ceil(4096 / int(t["split-K"]) / tk)  # (each split's share of K)
     t_l, t_c = (parse_quantity(x, "time") for x in per_step.split(" / "))
     one, two = (parse_quantity(x, "time") for x in t["k-loop, 1 / 2 input slots"].split(" / "))
     assert one == pytest.approx(pipeline.serial_time(int(n_steps), t_l, t_c), rel=2e-3)
     assert two == pytest.approx(pipeline.double_buffer_time(int(n_steps), t_l, t_c), rel=2e-3)
-    assert parse_quantity(t["time"], "time") <= two <= one
+    assert two <= one  # (the evaluator's time is its own: here L2-bound by split-K's partial sums, over the k-loop's)
     by_slots = t["k-loop by 1/2/3/4 slots"]
     assert by_slots.startswith("(wait 0 s) ")  # the catalog states no memory latency: no wait beyond the transfer
     assert [parse_quantity(x, "time") for x in by_slots.split(") ")[1].split(" / ")][:2] == pytest.approx([one, two],

@@ -436,14 +436,15 @@ _ONE_CLASS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 @jit.rule
 def tile_candidates(im, inn, ik, buf, units, l2, acc, m, n, k, batch, emax):
-    """The default tiles' two candidates for one operator on one point (numbers or arrays; the rule:
+    """The default tiles' three candidates for one operator on one point (numbers or arrays; the rule:
     :func:`default_tiles`): (T_M, T_N, split) of the largest square tile of whole instruction tiles whose
     double-buffered working set (the wider operand's element size, an FP32 accumulator; T_K = 4 instruction
     k-steps) fills the buffer, clamped to the padded operator, with split-K spreading a too-small grid over the
-    units no further than the L2 (``l2``) holds partial sums; and the same for the smaller square tile that
-    spreads the grid over the units. On a chip with a separate accumulator store of ``acc`` bytes per unit (TPU
-    accumulators, TMEM, PSUM, L0C; 0: none) the accumulator tile lives there, as in the CP-SAT tile model
-    (dse.solvers.cpsat_tiles, "buffer"): the operands alone fill the buffer and 4 T_M T_N <= acc."""
+    units no further than the L2 (``l2``) holds partial sums; the same for the smaller square tile that spreads
+    the grid over the units; and for the largest wide tile T x 2T that fits (T <= 128). On a chip with a
+    separate accumulator store of ``acc`` bytes per unit (TPU accumulators, TMEM, PSUM, L0C; 0: none) the
+    accumulator tile lives there, as in the CP-SAT tile model (dse.solvers.cpsat_tiles, "buffer"): the operands
+    alone fill the buffer and 4 T_M T_N <= acc."""
     tk = 4.0 * ik
     store = acc > 0.0
     t = tiling.square_tile_core(jit.maximum(buf, 16.0 * 1024.0), tk, emax,
@@ -462,19 +463,36 @@ def tile_candidates(im, inn, ik, buf, units, l2, acc, m, n, k, batch, emax):
     tn2 = jit.minimum(t2, _pad(jit.maximum(n, 1.0), inn))
     split2 = jit.minimum(
         jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm2, tn2, batch), 1.0)), 1.0), cap)
-    return tm, tn, split, tm2, tn2, split2
+    # the wide tile T x 2T (CUTLASS's 128 x 256 Hopper GEMMs): the largest whose working set fits, its sides at
+    # most the square's 256; where the buffer holds no square of the next instruction multiple (H100: 128 x 128),
+    # it re-reads one operand half as often
+    a = tiling.tile_side_core(jit.maximum(buf, 16.0 * 1024.0), tk, emax,
+                              jit.where(store, 0.0, tiling.ACCUMULATOR_BYTES), 2.0, 2.0)
+    a = jit.where(store, jit.minimum(a, np.sqrt(acc / (2.0 * tiling.ACCUMULATOR_BYTES))), a)
+    a = jit.minimum(jit.maximum(np.floor(a / q) * q, q), 128.0)
+    tm3 = jit.minimum(a, _pad(jit.maximum(m, 1.0), im))
+    tn3 = jit.minimum(2.0 * a, _pad(jit.maximum(n, 1.0), inn))
+    split3 = jit.minimum(
+        jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm3, tn3, batch), 1.0)), 1.0), cap)
+    return tm, tn, split, tm2, tn2, split2, tm3, tn3, split3
 
 
 @jit.rule
-def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im, inn, ik, m, n, k, batch, ea, eb,
-                a_l2, b_l2, b_bytes, c_bytes, on_chip_c, unit_rate, l2_rate, loc_rate, rm, rn):
-    """(T_M, T_N, split) of a GEMM-like operator from its two :func:`tile_candidates`, given each one's L2 requests
-    per operand (``r2a``, ``r2b``: :func:`dse.model.hierarchy.cluster_requests_core` of :func:`l2_operands`).
+def choose_tile(first, second, third, units, im, inn, ik, m, n, k, batch, ea, eb, a_l2, b_l2, b_bytes, c_bytes,
+                on_chip_c, unit_rate, l2_rate, loc_rate, rm, rn):
+    """(T_M, T_N, split) of a GEMM-like operator from its three :func:`tile_candidates`, each (T_M, T_N, split,
+    r2a, r2b) with its L2 requests per operand (``r2a``, ``r2b``: :func:`dse.model.hierarchy.cluster_requests_core`
+    of :func:`l2_operands`). (Tuples: a call of more than 30 arguments compiles as a call with ``*args``, which
+    numba does not inline.)
 
     Each candidate with its best split-K (:func:`_best_split`), on the matrix and the on-chip levels' times (in
     s at rates in /s, in cycles at rates per cycle: the evaluator's, :func:`_tile_levels`); the
     smaller tile only where the square tile's grid is smaller than the units, and only where it is faster (so
-    adding units never slows an operator down: for a fixed tile, waves = ceil(work / units) only falls)."""
+    adding units never slows an operator down: for a fixed tile, waves = ceil(work / units) only falls); the
+    wide tile where it is faster than the one of those two taken."""
+    tm, tn, split, r2a, r2b = first
+    tm2, tn2, split2, r2a2, r2b2 = second
+    tm3, tn3, split3, r2a3, r2b3 = third
     pad_flops = padded_gemm_flops(m, n, k, batch, im, inn, ik)
     p = jit.where(l2_rate > 0, tiling.partial_sum_bytes(m, n, batch, 2.0) / jit.where(l2_rate > 0, l2_rate, 1.0), 0.0)
     k1 = jit.maximum(k, 1.0)
@@ -486,10 +504,16 @@ def choose_tile(tm, tn, split, tm2, tn2, split2, r2a, r2b, r2a2, r2b2, units, im
     d2, l02 = _tile_time(tm2, tn2, tiles2, r2a2, r2b2, units, pad_flops, unit_rate, loc_rate, l2_rate, k1, im, inn,
                          rm, rn, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c)
     s2, t2 = _best_split(d2, l02, p, split2)
+    tiles3 = tiling.output_tiles(m, n, tm3, tn3, batch)
+    d3, l03 = _tile_time(tm3, tn3, tiles3, r2a3, r2b3, units, pad_flops, unit_rate, loc_rate, l2_rate, k1, im, inn,
+                         rm, rn, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c)
+    s3, t3 = _best_split(d3, l03, p, split3)
     # (split-K's partial sums cost L2 time: a grid smaller than the units compares the smaller tiles even where
     # split-K fills the units)
     take = (tiles < units) & (t2 < t1)
-    return jit.where(take, tm2, tm), jit.where(take, tn2, tn), jit.where(take, s2, s1)
+    take3 = t3 < jit.where(take, t2, t1)
+    return (jit.where(take3, tm3, jit.where(take, tm2, tm)), jit.where(take3, tn3, jit.where(take, tn2, tn)),
+            jit.where(take3, s3, jit.where(take, s2, s1)))
 
 
 @jit.rule
@@ -541,7 +565,9 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
     O, rows = unit_rate.shape
     tm_t, tn_t, split_t, req_t = np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows)), np.empty((O, rows))
     tm2, tn2, split2 = np.empty(rows), np.empty(rows), np.empty(rows)
+    tm3, tn3, split3 = np.empty(rows), np.empty(rows), np.empty(rows)
     r2a, r2b, r2a2, r2b2 = np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows)
+    r2a3, r2b3, cm3, cn3, best3 = np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows)
     cm1, cn1, cm2, cn2, best1, best2 = (np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows),
                                         np.empty(rows), np.empty(rows))
     im, inn, ik, buf, units, l2 = point[0], point[1], point[2], point[3], point[4], point[5]
@@ -564,8 +590,9 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
                 tm_o[r], tn_o[r], split_o[r] = tm_t[same, r], tn_t[same, r], split_t[same, r]
         else:
             for r in range(rows):
-                tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r] = tile_candidates(
-                    im[r], inn[r], ik[r], buf[r], units[r], l2[r], acc[r], m, n, k, batch, emax)
+                (tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r], tm3[r], tn3[r],
+                 split3[r]) = tile_candidates(im[r], inn[r], ik[r], buf[r], units[r], l2[r], acc[r], m, n, k, batch,
+                                              emax)
         a_l2, b_l2 = l2_operands(a_bytes, b_bytes, on_chip_a, 1.0)
         req_o = req_t[o]
         if is_gemm < 0.5:  # (its L2 requests: its inputs once)
@@ -580,23 +607,28 @@ def _default_tiles_kernel(point, op, unit_rate, inverse):
             cm2[r], cn2[r] = jit.maximum(ceil_div_core(m, tm2[r]), 1.0), jit.maximum(ceil_div_core(n, tn2[r]), 1.0)
             r2a[r], r2b[r], best1[r] = cn1[r], cm1[r], a_l2 * cn1[r] + b_l2 * cm1[r]
             r2a2[r], r2b2[r], best2[r] = cn2[r], cm2[r], a_l2 * cn2[r] + b_l2 * cm2[r]
+            cm3[r], cn3[r] = jit.maximum(ceil_div_core(m, tm3[r]), 1.0), jit.maximum(ceil_div_core(n, tn3[r]), 1.0)
+            r2a3[r], r2b3[r], best3[r] = cn3[r], cm3[r], a_l2 * cn3[r] + b_l2 * cm3[r]
         for a in range(1, top + 1):
             for r in range(rows):
                 best1[r], r2a[r], r2b[r] = hierarchy.cluster_request_step(
                     a_l2, b_l2, cm1[r], cn1[r], mcast[r], float(a), best1[r], r2a[r], r2b[r])
                 best2[r], r2a2[r], r2b2[r] = hierarchy.cluster_request_step(
                     a_l2, b_l2, cm2[r], cn2[r], mcast[r], float(a), best2[r], r2a2[r], r2b2[r])
+                best3[r], r2a3[r], r2b3[r] = hierarchy.cluster_request_step(
+                    a_l2, b_l2, cm3[r], cn3[r], mcast[r], float(a), best3[r], r2a3[r], r2b3[r])
         rate_o = unit_rate[o]
         for r in range(rows):
             tm_o[r], tn_o[r], split_o[r] = choose_tile(
-                tm_o[r], tn_o[r], split_o[r], tm2[r], tn2[r], split2[r], r2a[r], r2b[r], r2a2[r], r2b2[r], units[r],
-                im[r], inn[r], ik[r], m, n, k, batch, ea, eb, a_l2, b_l2, b_bytes, c_bytes, on_chip_c, rate_o[r],
-                l2_rate[r], loc_rate[r], rm[r], rn[r])
-        for r in range(rows):  # the chosen tile's requests (the second candidate's where it is that one)
+                (tm_o[r], tn_o[r], split_o[r], r2a[r], r2b[r]), (tm2[r], tn2[r], split2[r], r2a2[r], r2b2[r]),
+                (tm3[r], tn3[r], split3[r], r2a3[r], r2b3[r]), units[r], im[r], inn[r], ik[r], m, n, k, batch, ea, eb,
+                a_l2, b_l2, b_bytes, c_bytes, on_chip_c, rate_o[r], l2_rate[r], loc_rate[r], rm[r], rn[r])
+        for r in range(rows):  # the chosen tile's requests (the second or third candidate's where it is that one)
             second = (tm_o[r] == tm2[r]) & (tn_o[r] == tn2[r])
-            req_o[r] = l2_request_total(a_l2, b_l2, jit.where(second, r2a2[r], r2a[r]),
-                                        jit.where(second, r2b2[r], r2b[r]), b_bytes, c_bytes, is_gemm, on_chip_c,
-                                        tiling.partial_sum_bytes(m, n, batch, split_o[r]))
+            third = (tm_o[r] == tm3[r]) & (tn_o[r] == tn3[r])
+            req_o[r] = l2_request_total(a_l2, b_l2, jit.where(second, r2a2[r], jit.where(third, r2a3[r], r2a[r])),
+                                        jit.where(second, r2b2[r], jit.where(third, r2b3[r], r2b[r])), b_bytes,
+                                        c_bytes, is_gemm, on_chip_c, tiling.partial_sum_bytes(m, n, batch, split_o[r]))
     if inverse.size == 0:
         return _transposed(tm_t), _transposed(tn_t), _transposed(split_t), _transposed(req_t)
     return _gathered(tm_t, inverse), _gathered(tn_t, inverse), _gathered(split_t, inverse), _gathered(req_t, inverse)

@@ -52,6 +52,7 @@ __all__ = [
     "wave_efficiency_core",
     "tile_working_set",
     "square_tile",
+    "tile_side_core",
     "ACCUMULATOR_BYTES",
     "gemm_traffic",
     "local_buffer_bytes",
@@ -212,9 +213,18 @@ def square_tile(budget_bytes, tk, elem_bytes, acc_bytes=ACCUMULATOR_BYTES, slots
 @jit.rule
 def square_tile_core(budget_bytes, tk, elem_bytes, acc_bytes, slots):
     """:func:`square_tile`, unchecked (numbers or arrays; compiled inside kernels)."""
-    b = 2.0 * slots * tk * elem_bytes
-    quad = (-b + np.sqrt(b * b + 4.0 * acc_bytes * budget_bytes)) / jit.where(acc_bytes > 0, 2.0 * acc_bytes, 1.0)
-    return jit.where(acc_bytes > 0, quad, budget_bytes / b)
+    return tile_side_core(budget_bytes, tk, elem_bytes, acc_bytes, slots, 1.0)
+
+
+@jit.rule
+def tile_side_core(budget_bytes, tk, elem_bytes, acc_bytes, slots, aspect):
+    """T_M of the tile T_M x (``aspect`` T_M) whose :func:`tile_working_set` is ``budget_bytes`` (real T_M;
+    unchecked, numbers or arrays): acc aspect T^2 + (1 + aspect) slots tk e T = budget (T = budget / b without an
+    accumulator in the buffer, b = (1 + aspect) slots tk e). :func:`square_tile` at ``aspect`` 1."""
+    a = acc_bytes * aspect
+    b = (1.0 + aspect) * slots * tk * elem_bytes
+    quad = (-b + np.sqrt(b * b + 4.0 * a * budget_bytes)) / jit.where(a > 0, 2.0 * a, 1.0)
+    return jit.where(a > 0, quad, budget_bytes / b)
 
 
 # ------------------------------------------------------------------ traffic

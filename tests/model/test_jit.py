@@ -21,11 +21,16 @@ from dse.model import area, evaluator as ev, hierarchy, jit, power, tiling
 RNG_SEED = 20
 
 
-def _compiled(fn, n_out: int):
-    """fn compiled inside a numba loop over the elements of equal-length 1-D arrays."""
-    n_args = fn.__code__.co_argcount
+def _compiled(fn, n_out: int, tuples: tuple = ()):
+    """fn compiled inside a numba loop over the elements of equal-length 1-D arrays; ``tuples``: the sizes of fn's
+    first arguments that are tuples of numbers (each given as that many arrays)."""
+    n_args = fn.__code__.co_argcount - len(tuples) + sum(tuples)
     args = ", ".join(f"a{i}" for i in range(n_args))
-    each = ", ".join(f"a{i}[j]" for i in range(n_args))
+    parts, i = [], 0
+    for size in tuples:
+        parts.append("(" + ", ".join(f"a{x}[j]" for x in range(i, i + size)) + ")")
+        i += size
+    each = ", ".join(parts + [f"a{x}[j]" for x in range(i, n_args)])
     outs = ", ".join(f"o{i}[j]" for i in range(n_out))
     src = (f"def loop({args}, out):\n"
            f"    o0{''.join(f', o{i}' for i in range(1, n_out))} = {', '.join(f'out[{i}]' for i in range(n_out))}\n"
@@ -463,21 +468,22 @@ def test_tile_rules_compiled_equal_numpy():
     cand_args = [d[k] for k in ("im", "inn", "ik", "buf", "units", "l2", "acc", "m", "n", "k", "batch", "emax")]
     with jit.quiet():
         ref = ev.tile_candidates(*cand_args)
-    got = _compiled(ev.tile_candidates, 6)(*cand_args)
+    got = _compiled(ev.tile_candidates, 9)(*cand_args)
     for r, g in zip(ref, got):
         _same_bits(g, np.broadcast_to(r, (n,)))
-    tm, tn, split, tm2, tn2, split2 = ref
-    req = [rng.integers(1, 64, n) * 1.0 for _ in range(4)]
+    tm, tn, split, tm2, tn2, split2, tm3, tn3, split3 = ref
+    req = [rng.integers(1, 64, n) * 1.0 for _ in range(6)]
     rest = dict(units=d["units"], im=d["im"], inn=d["inn"], ik=d["ik"], m=d["m"], n=d["n"], k=d["k"], batch=d["batch"],
                 ea=d["ea"], eb=d["eb"], a_l2=rng.choice([0.0, 8e3, 32e6], n), b_l2=rng.choice([8e3, 32e6, 1e9], n),
                 b_bytes=rng.choice([8e3, 32e6, 1e9], n), c_bytes=rng.choice([0.0, 8e3, 32e6], n),
                 on_chip_c=rng.choice([0.0, 1.0], n), unit_rate=rng.choice([0.0, 1e12, 4e12], n),
                 l2_rate=rng.choice([0.0, 5e12], n), loc_rate=rng.choice([0.0, 1e11], n),
                 rm=rng.choice([0.0, 16.0, 64.0], n), rn=rng.choice([16.0, 256.0], n))
-    args = [tm, tn, split, tm2, tn2, split2, *req, *rest.values()]
+    candidates = [(tm, tn, split, req[0], req[1]), (tm2, tn2, split2, req[2], req[3]),
+                  (tm3, tn3, split3, req[4], req[5])]
     with jit.quiet():
-        ref = ev.choose_tile(*args)
-    got = _compiled(ev.choose_tile, 3)(*args)
+        ref = ev.choose_tile(*candidates, *rest.values())
+    got = _compiled(ev.choose_tile, 3, (5, 5, 5))(*(x for c in candidates for x in c), *rest.values())
     for r, g in zip(ref, got):
         _same_bits(g, r)
 

@@ -161,6 +161,21 @@ def test_h100_dense_gemm_runs_at_its_power_limit():
     assert 0.70 <= m["clock_ratio"][0] < 0.97  # throttled, as the measured 80% of peak says
 
 
+def test_h100_gemm_bound_is_not_below_the_best_measured():
+    """The evaluator's time is a bound (every resource at its ideal rate): on its default tiles H100's 8192^3 BF16
+    GEMM must not be slower than the best measured, 792 TFLOP/s (stas00/ml-engineering MAMF table). Its square
+    128 x 128 tiles were L2-bound at 718 TFLOP/s (72.6% of peak); the wide 128 x 256 tiles of Hopper's GEMM
+    libraries (CUTLASS's warp-specialized 128 x 256 x 64 kernels) read each operand half as often along the long
+    side."""
+    from dse.model.evaluator import default_tiles, op_table
+
+    wl = gemm(8192, 8192, 8192)
+    m = _one(H100, wl)
+    assert 2 * 8192**3 / m["time_s"][0] >= 792e12
+    tm, tn, _, _ = default_tiles(Chips.from_specs([H100]), op_table(wl))
+    assert (tm[0, 0], tn[0, 0]) == (128, 256)
+
+
 def test_h100_fp8_gemm_throttles():
     """FP8 runs at 2x the BF16 rate and throttles at least as deep (H200 FP8 MAMF 73% of peak vs BF16 80%,
     stas00/ml-engineering)."""

@@ -291,15 +291,17 @@ def test_clock_energy_optimum_is_interior(clock_study):
 
 
 def test_clock_tdp_binds_on_prefill(clock_study):
-    """At 700 W (the H100's TDP) prefill is power-bound from ~1.8 GHz on (1.6 GHz draws 691 W): the power is the
+    """At 700 W (the H100's TDP) prefill is power-bound from ~1.6 GHz on (1.4 GHz draws 538 W): the power is the
     TDP, the clock is held below the design clock, and the fastest design clock buys under 2% of time over
     1.8 GHz, where a 1 kW limit buys ~10% (H100s run dense GEMMs at their power limit:
-    dse/data/technology/power_facts.md). (Before the on-chip levels of issue 15 the TDP bound from 1.6 GHz: the
-    default tiles' L2 time now leaves the matrix units idle part of the time, so the same TDP holds a higher clock.)"""
+    dse/data/technology/power_facts.md). (With the square 128 x 128 default tiles, L2-bound, the TDP bound from
+    1.8 GHz only; the wide 128 x 256 tiles keep the matrix units busy, as before issue 15's on-chip levels.) The
+    hottest operator draws the TDP while its units run; over its whole time, the tail of its last wave
+    included, within 1.5% below it (691 W)."""
     t = clock_study.set_index(["p.tdp", "p.clock"])
-    hot = t.loc[700.0].loc[1.8e9:]
+    hot = t.loc[700.0].loc[1.6e9:]
     assert (hot["m.clock_ratio"] < 1.0).all()
-    assert np.allclose(hot["m.peak_power_w"], 700.0, rtol=1e-2)  # at the TDP (the hottest operator: within 1%)
+    assert ((hot["m.peak_power_w"] >= 0.985 * 700.0) & (hot["m.peak_power_w"] <= 700.0 * (1 + 1e-9))).all()
     at = lambda tdp, f: float(t.loc[(tdp, f), "m.time_s"])  # noqa: E731
     assert at(700.0, 2.2e9) > 0.98 * at(700.0, 1.8e9)
     assert at(1000.0, 2.2e9) < 0.92 * at(700.0, 2.2e9)
