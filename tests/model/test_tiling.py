@@ -94,6 +94,18 @@ def test_square_tile_inverts_the_working_set(budget, tk, e, acc):
     assert tiling.tile_working_set(t, t, tk, e, acc, slots=2) == pytest.approx(budget, rel=1e-9)
 
 
+@given(budget=st.floats(16 * 1024, 4e6), tk=st.sampled_from([16, 32, 64, 128]), e=st.sampled_from([0.5, 1, 2, 4]),
+       acc=st.sampled_from([0.0, 4.0]), aspect=st.sampled_from([0.5, 1.0, 2.0, 3.0]))
+@settings(max_examples=100, deadline=None)
+def test_tile_side_inverts_the_working_set_of_a_rectangle(budget, tk, e, acc, aspect):
+    """The default tiles' wide candidate T x 2T (dse.model.evaluator.tile_candidates) and the square (aspect 1,
+    the same numbers as square_tile's) fill the budget with their double-buffered working set."""
+    t = tiling.tile_side_core(budget, tk, e, acc, 2.0, aspect)
+    assert tiling.tile_working_set(t, aspect * t, tk, e, acc, slots=2) == pytest.approx(budget, rel=1e-9)
+    if aspect == 1.0:
+        assert t == tiling.square_tile(budget, tk, e, acc_bytes=acc, slots=2)
+
+
 def test_gemm_traffic_reads_each_operand_once_per_tile_of_the_other():
     # 64 x 64 x 128 BF16 in one 64 x 64 tile: every tensor once
     a, b, c = tiling.gemm_traffic(64 * 128 * 2, 128 * 64 * 2, 64 * 64 * 2, 64, 64, 64, 64)
