@@ -330,12 +330,13 @@ def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def register_bytes_per_flop(chips: Chips, elem_bytes) -> np.ndarray:
     """Register-file bytes per matrix FLOP of each point's instruction at operand size ``elem_bytes``
-    (:func:`dse.model.hierarchy.register_bytes_per_flop`)."""
-    one = np.asarray(elem_bytes)
+    (:func:`dse.model.hierarchy.register_bytes_per_flop` of the instruction's K at that size,
+    :func:`dse.model.hierarchy.instruction_k`)."""
+    one = np.asarray(elem_bytes, dtype=float)
     one = one[:1] if one.ndim == 1 and same_at_every_point(one) else one
+    ik = hierarchy.instruction_k(chips.compact("matrix.instruction.k", 16), one, chips.compact("matrix.systolic", 0.0))
     return over_points(hierarchy.register_bytes_per_flop(
-        chips.compact("matrix.instruction.m", 16), chips.compact("matrix.instruction.n", 16),
-        chips.compact("matrix.instruction.k", 16), one), chips.n)
+        chips.compact("matrix.instruction.m", 16), chips.compact("matrix.instruction.n", 16), ik, one), chips.n)
 
 
 def _l2_request_bytes(ops: OpTable, c_m, c_n, mcast, visible, partial):
@@ -830,11 +831,13 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     # the most compute power: the costliest format at the peak rate (format_power)
     peak = np.zeros(n)
     per_point = tuple(arg(x) for x in (chips["dies"], chips["units"], chips["clock"], s1))
-    im, inn, ik, e_reg = (arg(chips.get(k, d)) for k, d in (("matrix.instruction.m", 16), ("matrix.instruction.n", 16),
-                                                          ("matrix.instruction.k", 16), ("energy.register_file", 0.0)))
+    im, inn, ik, e_reg, systolic = (arg(chips.get(k, d)) for k, d in (
+        ("matrix.instruction.m", 16), ("matrix.instruction.n", 16), ("matrix.instruction.k", 16),
+        ("energy.register_file", 0.0), ("matrix.systolic", 0.0)))
     for fmt in chips.formats:
         with jit.quiet():
-            e_fmt = format_energy(arg(chips.get(f"energy.flop.{fmt}", 0.0)), im, inn, ik, _value_bytes(fmt), e_reg)
+            e_fmt = format_energy(arg(chips.get(f"energy.flop.{fmt}", 0.0)), im, inn, ik, systolic, _value_bytes(fmt),
+                                  e_reg)
             _peak_power_kernel(peak, arg(chips.flops_per_cycle(fmt)), arg(e_fmt), *per_point)
     p_mem_max = chips.memory_bandwidth * chips.compact("energy.memory", 0.0)
     most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
@@ -887,9 +890,11 @@ def _chip_power_kernel(logic, sram, clocked, inverse, dies, leak_logic, leak_sra
 
 
 @jit.rule
-def format_energy(e_flop, im, inn, ik, value_bytes, e_reg):
-    """J per FLOP of one format at V_nom: the datapath's and its register-file traffic's (dse.model.hierarchy)."""
-    return e_flop + hierarchy.register_bytes_per_flop(im, inn, ik, value_bytes, tiling.ACCUMULATOR_BYTES) * e_reg
+def format_energy(e_flop, im, inn, ik, systolic, value_bytes, e_reg):
+    """J per FLOP of one format at V_nom: the datapath's and its register-file traffic's (dse.model.hierarchy, the
+    instruction's K at the format's size)."""
+    k = hierarchy.instruction_k(ik, value_bytes, systolic)
+    return e_flop + hierarchy.register_bytes_per_flop(im, inn, k, value_bytes, tiling.ACCUMULATOR_BYTES) * e_reg
 
 
 @jit.rule

@@ -38,13 +38,33 @@ import numpy as np
 from dse.model import jit
 from dse.model.tiling import ACCUMULATOR_BYTES, ceil_div_core
 
-__all__ = ["register_bytes_per_flop", "local_read_bytes", "level_time", "level_time_core", "cluster_requests"]
+__all__ = ["instruction_k", "register_bytes_per_flop", "local_read_bytes", "level_time", "level_time_core",
+           "cluster_requests"]
+
+
+#: the operand size the catalog's matrix instructions are quoted at (their 16-bit forms: BF16 / FP16)
+INSTRUCTION_QUOTED_BYTES = 2.0
+
+
+@jit.rule
+def instruction_k(ik, elem_bytes, systolic):
+    """K of a matrix instruction at operand size ``elem_bytes``, from ``ik``, its K at 16 bits (the catalog's
+    ``matrix.instruction.k``). A GPU's MMA instruction takes a fixed number of operand bytes along K, so narrower
+    formats take more elements: PTX wgmma m64nNk16 for BF16, k32 for FP8, k8 for TF32 (PTX ISA, wgmma.mma_async
+    shapes); tcgen05.mma K = 16 for kind::f16, 32 for kind::f8f6f4 (64 for kind::mxf4); CDNA 3 MFMA 16x16x16 BF16,
+    16x16x32 FP8 (AMD CDNA 3 ISA); Ascend's cube 16x16x16 FP16, 16x32x16 INT8 (CANN). A weight-stationary
+    array's K (``systolic`` 1) is its rows, whatever the format."""
+    return jit.where(systolic > 0.5, ik, ik * INSTRUCTION_QUOTED_BYTES / elem_bytes)
 
 
 @jit.rule
 def register_bytes_per_flop(im, inn, ik, elem_bytes, acc_bytes=ACCUMULATOR_BYTES):
     """Register-file bytes per FLOP of an (m, n, k) matrix instruction: read A (m k) and B (k n) in the input
     format, read and write the m n accumulators, over its 2 m n k FLOPs.
+
+    ``ik``: the instruction's K at this operand size (:func:`instruction_k`). The accumulators dominate: 2 x 4 B
+    per m n over 2 m n k FLOPs, 4 / k B/FLOP, so a format whose instruction takes twice the K moves half the
+    register bytes per FLOP.
 
     H100 wgmma 64x8x16 BF16: (2048 + 256 + 4096) / 16384 = 0.39 B/FLOP. A weight-stationary array's
     instruction (1 x n x k: one input row through the k x n weights) reads each weight once per row, e / 2 per

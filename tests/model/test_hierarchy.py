@@ -30,6 +30,17 @@ def test_register_bytes_per_flop():
     assert hierarchy.register_bytes_per_flop(1, 32, 32, 1.0) == 0.640625
 
 
+def test_instruction_k_follows_the_operand_size():
+    """PTX ISA wgmma.mma_async shapes: m64nNk16 for BF16/FP16, m64nNk32 for E4M3/E5M2, m64nNk8 for TF32; tcgen05.mma
+    K = 16 (kind::f16), 32 (kind::f8f6f4), 64 (kind::mxf4); a weight-stationary array's K is its rows (TPU v1's 256
+    at INT8). H100's FP8 wgmma m64n8k32: A 64 x 32 x 1 + B 32 x 8 x 1 + accumulators 2 x 64 x 8 x 4 over
+    2 x 64 x 8 x 32 FLOPs = (2048 + 256 + 4096) / 32768 B/FLOP, half the BF16 instruction's 0.39."""
+    assert [float(hierarchy.instruction_k(16.0, e, 0.0)) for e in (2.0, 1.0, 4.0, 0.5)] == [16.0, 32.0, 8.0, 64.0]
+    assert float(hierarchy.instruction_k(256.0, 1.0, 1.0)) == 256.0
+    k = hierarchy.instruction_k(16.0, 1.0, 0.0)
+    assert hierarchy.register_bytes_per_flop(64, 8, k, 1.0) == (2048 + 256 + 4096) / 32768
+
+
 def test_local_read_bytes_by_register_tile():
     # H100: a 128 x 256 tile, register tile 64 x 256 (wgmma m64n256k16), BF16, one K element: A's 128 rows once
     # (256 columns = one register tile), B's 256 columns twice (128 rows = two register tiles): 1280 B for

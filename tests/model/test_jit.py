@@ -305,11 +305,11 @@ def test_peak_power_kernel_is_the_largest_format_power():
     fpc = rng.choice([0.0, 512.0, 1024.0, 4096.0], (n_fmt, n))
     value_bytes = np.array([0.5, 1.0, 2.0, 4.0])
     im, inn, ik = rng.choice([8.0, 16.0, 64.0], n), rng.choice([8.0, 16.0, 256.0], n), rng.choice([8.0, 16.0], n)
-    e_reg = rng.choice([0.0, 1e-13], n)
+    e_reg, systolic = rng.choice([0.0, 1e-13], n), rng.choice([0.0, 1.0], n)
     per_point = [rng.choice([1.0, 2.0], n), rng.integers(1, 200, n) * 1.0, rng.uniform(1e9, 2e9, n),
                  rng.uniform(0.5, 1.2, n)]
     dies, units, clock, s1 = per_point
-    e_fmt = [ev.format_energy(e_flop[f], im, inn, ik, value_bytes[f], e_reg) for f in range(n_fmt)]
+    e_fmt = [ev.format_energy(e_flop[f], im, inn, ik, systolic, value_bytes[f], e_reg) for f in range(n_fmt)]
     want = np.zeros(n)
     for f in range(n_fmt):
         want = np.maximum(want, ev.format_power(dies, units, fpc[f], clock, e_fmt[f], s1))

@@ -176,6 +176,18 @@ def test_h100_gemm_bound_is_not_below_the_best_measured():
     assert (tm[0, 0], tn[0, 0]) == (128, 256)
 
 
+def test_b200_gemms_near_the_best_measured():
+    """B200 (1000 W; not fitted on, a prediction): best measured 8192-class GEMMs 77.6% (BF16) and 76.3% (FP8) of the
+    dense peak (stas00/ml-engineering MAMF table, dse/data/technology/power_facts.md). FP8's instruction takes twice
+    the K of BF16's (tcgen05.mma kind::f8f6f4 K = 32, kind::f16 K = 16), so its accumulators move half the
+    register bytes per FLOP (dse.model.hierarchy.instruction_k): charged at K = 16, FP8 throttled to 0.658 of the
+    clock, 63.2% of peak. Within 5 points of each (the power model runs B200 a little deep: 74.0% and 72.9%)."""
+    b200 = load_chip("b200")
+    for fmt, peak, measured in (("bf16", 2.25e15, 0.776), ("fp8_e4m3", 4.5e15, 0.763)):
+        m = _one(b200, gemm(8192, 8192, 8192, fmt))
+        assert 2 * 8192**3 / m["time_s"][0] / peak == pytest.approx(measured, abs=0.05), fmt
+
+
 def test_h100_fp8_gemm_throttles():
     """FP8 runs at 2x the BF16 rate and throttles at least as deep (H200 FP8 MAMF 73% of peak vs BF16 80%,
     stas00/ml-engineering)."""
