@@ -53,7 +53,10 @@ def instruction_k(ik, elem_bytes, systolic):
     formats take more elements: PTX wgmma m64nNk16 for BF16, k32 for FP8, k8 for TF32 (PTX ISA, wgmma.mma_async
     shapes); tcgen05.mma K = 16 for kind::f16, 32 for kind::f8f6f4 (64 for kind::mxf4); CDNA 3 MFMA 16x16x16 BF16,
     16x16x32 FP8 (AMD CDNA 3 ISA); Ascend's cube 16x16x16 FP16, 16x32x16 INT8 (CANN). A weight-stationary
-    array's K (``systolic`` 1) is its rows, whatever the format."""
+    array's K (``systolic`` 1) is its rows, whatever the format. ``elem_bytes`` counts a block-scaled format's
+    scales (dse.model.evaluator's value bytes), so its K comes out a little short of the ISA's (MXFP4 60.2 and
+    NVFP4 56.9 against kind::mxf4's 64; MXFP6 41.0 where kind::f8f6f4 holds FP6 in byte containers, K = 32):
+    within the accumulators' share of the register bytes, and on the side of more bytes for FP4."""
     return jit.where(systolic > 0.5, ik, ik * INSTRUCTION_QUOTED_BYTES / elem_bytes)
 
 
