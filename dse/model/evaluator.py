@@ -456,14 +456,12 @@ def tile_candidates(im, inn, ik, buf, units, l2, acc, m, n, k, batch, emax):
     tm = jit.minimum(t, _pad(jit.maximum(m, 1.0), im))
     tn = jit.minimum(t, _pad(jit.maximum(n, 1.0), inn))
     cap = jit.minimum(jit.maximum(ceil_div_core(k, tk), 1.0), tiling.partial_sum_splits(l2, m, n, batch))
-    split = jit.minimum(jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm, tn, batch), 1.0)), 1.0),
-                        cap)
+    split = _filling_split(units, m, n, tm, tn, batch, cap)
     t_par = np.sqrt(jit.maximum(_pad(m, im) * _pad(n, inn) * batch, 1.0) / units)
     t2 = jit.minimum(t, jit.maximum(np.floor(t_par / q) * q, q))
     tm2 = jit.minimum(t2, _pad(jit.maximum(m, 1.0), im))
     tn2 = jit.minimum(t2, _pad(jit.maximum(n, 1.0), inn))
-    split2 = jit.minimum(
-        jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm2, tn2, batch), 1.0)), 1.0), cap)
+    split2 = _filling_split(units, m, n, tm2, tn2, batch, cap)
     # the wide tile T x 2T (CUTLASS's 128 x 256 Hopper GEMMs): the largest whose working set fits, its sides at
     # most the square's 256; where the buffer holds no square of the next instruction multiple (H100: 128 x 128),
     # it re-reads one operand half as often
@@ -473,9 +471,15 @@ def tile_candidates(im, inn, ik, buf, units, l2, acc, m, n, k, batch, emax):
     a = jit.minimum(jit.maximum(np.floor(a / q) * q, q), 128.0)
     tm3 = jit.minimum(a, _pad(jit.maximum(m, 1.0), im))
     tn3 = jit.minimum(2.0 * a, _pad(jit.maximum(n, 1.0), inn))
-    split3 = jit.minimum(
-        jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm3, tn3, batch), 1.0)), 1.0), cap)
+    split3 = _filling_split(units, m, n, tm3, tn3, batch, cap)
     return tm, tn, split, tm2, tn2, split2, tm3, tn3, split3
+
+
+@jit.rule
+def _filling_split(units, m, n, tm, tn, batch, cap):
+    """The split-K that spreads a tiling's grid over the units (floor(units / tiles), at least 1), at most ``cap``."""
+    return jit.minimum(jit.maximum(np.floor(units / jit.maximum(tiling.output_tiles(m, n, tm, tn, batch), 1.0)), 1.0),
+                       cap)
 
 
 @jit.rule
