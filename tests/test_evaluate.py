@@ -317,10 +317,11 @@ def test_split_k_partial_sums_live_in_an_sram_only_chips_memory():
 def test_given_tiles_equal_the_default_ones(decode_8k):
     chips = Chips.from_base(load_chip("h100"), 3, {"units": [32, 132, 264]})
     tiles = default_tiles(chips, op_table(decode_8k))
-    # (to the bit with every operator on its own, as given tiles evaluate them; without a breakdown the evaluator
-    # merges identical operators, and its sums over operators agree within rounding)
+    # (to the bit with every operator on its own, as given tiles evaluate them, and by the same passes: without a
+    # breakdown the evaluator merges identical operators and sums a point's operators in one kernel of its own,
+    # evaluator._tail_kernel, and its sums over operators agree within rounding)
     a = evaluate_arrays(chips, decode_8k, breakdown=True)
-    b = evaluate_arrays(chips, decode_8k, tiles=tiles)
+    b = evaluate_arrays(chips, decode_8k, tiles=tiles, breakdown=True)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
     merged = evaluate_arrays(chips, decode_8k)

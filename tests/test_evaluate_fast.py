@@ -234,3 +234,43 @@ def test_identical_operators_merged(wl):
             np.testing.assert_allclose(x, y, rtol=1e-13, atol=0.0, equal_nan=True, err_msg=k)
         else:
             np.testing.assert_array_equal(x, y, err_msg=k)
+
+
+@pytest.mark.parametrize("wl", ["decode", "prefill", "moe"])
+@pytest.mark.parametrize("base", ["h100", "tpu-v1", "mi300x"])
+def test_fused_tail_matches_the_passes(base, wl, monkeypatch):
+    """The block from the sustained clock on, point by point in one kernel (evaluator._tail_kernel), against the
+    passes over the block's (points x operators) arrays it stands for (evaluator._FUSED_TAIL = False): every column
+    within rounding (its sums of the times add a point's terms one after another, the passes' sums in the order the
+    vector lanes give). The points throttle (TDP down to 300 W), some so far that their memory traffic is slowed
+    too (a 50 W TDP), and the fused attention blocks pipeline; the dies of MI300X are one pool here (the fused kernel
+    has no die-to-die placement: with a link the block takes the passes), systems of chips and pipelines beside."""
+    def extra(rng, n):
+        out = {"tdp": rng.choice([50.0, 300.0, 700.0, np.nan], n), "system.chips": rng.choice([1.0, 1.0, 4.0], n),
+               "system.pipeline": (rng.random(n) < 0.3) * 1.0}
+        if base == "mi300x":
+            out["dies"] = np.ones(n)
+        return out
+    chips = random_points(base, 40, seed=23, extra=extra)
+    w = workload(wl)
+    calls = []
+    real = ev._tail_kernel
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+    monkeypatch.setattr(ev, "_tail_kernel", counted)
+    fused = evaluate_workload(chips, w)
+    assert calls, "the fused kernel was not used"
+    monkeypatch.setattr(ev, "_FUSED_TAIL", False)
+    calls.clear()
+    passes = evaluate_workload(chips, w)
+    assert not calls
+    cols = fused.columns
+    assert (np.asarray(cols["clock_ratio"]) < 0.999).any() and np.asarray(cols["memory_throttled"]).any()
+    for k, a in cols.items():
+        b = passes.columns[k]
+        if np.asarray(a).dtype.kind == "f":
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=0.0, equal_nan=True, err_msg=k)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=k)

@@ -111,6 +111,10 @@ _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2
 #: (point x operator) elements per block: big enough to amortize numpy's per-call cost (measured best at 2^17 once
 #: the temporaries stopped coming back as fresh pages, see _MALLOC_SETTINGS; 2^15 before)
 _BLOCK_ELEMENTS = 1 << 17
+#: the block's quantities from the sustained clock on by :func:`_tail_kernel` (point by point, no (points x
+#: operators) arrays) where the block needs no per-operator arrays (no breakdown), has no die-to-die placement
+#: and no expert-parallel load; False: always by the passes it replaces (the property test compares the two)
+_FUSED_TAIL = True
 
 #: glibc malloc settings the evaluator sets once (``DSE_MALLOC_TUNING=0`` leaves the allocator alone): arrays up
 #: to 32 MiB from the heap instead of fresh mmap()s, and up to 512 MiB of freed heap kept instead of returned to
@@ -1032,17 +1036,21 @@ def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy,
     return out
 
 
+@jit.rule
+def fused_block_power(e0, e1, e2, t0, t1, t2, p0, p1, p2):
+    """The highest power a fused attention block draws: its three operators' energies (compute and memory, e) together
+    over the block's time (t0 + t1 + t2), each operator at its own fixed power (p); a NaN wins, as numpy's maximum."""
+    a = pw.average_power_core(pipeline.shared_core(e0, e1, e2), pipeline.shared_core(t0, t1, t2))
+    return jit.maximum(jit.maximum(a + p0, a + p1), a + p2)
+
+
 @jit.kernel
 def _group_power_kernel(peak, e_comp, e_mem, t_op, p_fixed, c0, c1, c2):
-    """``peak`` (per point) raised in place to the highest power of the fused attention block in columns c0, c1, c2
-    of (points, operators) arrays: its three operators draw their compute and memory energies together over the
-    block's time (the three operators' sums, as :func:`_attention_clock_kernel` takes them), each at its own fixed
-    power (a NaN wins, as numpy's maximum)."""
+    """``peak`` (per point) raised in place to :func:`fused_block_power` of the fused attention block in columns c0,
+    c1, c2 of (points, operators) arrays (a NaN wins, as numpy's maximum)."""
     for p in range(peak.size):
-        e = pipeline.shared_core(e_comp[p, c0] + e_mem[p, c0], e_comp[p, c1] + e_mem[p, c1],
-                                 e_comp[p, c2] + e_mem[p, c2])
-        a = pw.average_power_core(e, pipeline.shared_core(t_op[p, c0], t_op[p, c1], t_op[p, c2]))
-        g = jit.maximum(jit.maximum(a + p_fixed[p, c0], a + p_fixed[p, c1]), a + p_fixed[p, c2])
+        g = fused_block_power(e_comp[p, c0] + e_mem[p, c0], e_comp[p, c1] + e_mem[p, c1], e_comp[p, c2] + e_mem[p, c2],
+                              t_op[p, c0], t_op[p, c1], t_op[p, c2], p_fixed[p, c0], p_fixed[p, c1], p_fixed[p, c2])
         peak[p] = jit.maximum(peak[p], g)
 
 
@@ -1069,20 +1077,31 @@ def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clock
     return cr, stretch
 
 
+@jit.rule
+def fused_block_share(t0, t1, t2, m0, m1, m2, v0, v1, v2, l0, l1, l2, mem0, mem1, mem2, c0, c1, c2, d0, d1, d2,
+                      waves):
+    """The share of their own times in a row (t0 + t1 + t2) the fused attention block's three operators take when
+    its blocks pipeline (:func:`fused_block_time`, seed 004 §4.2.3): m, v, l their matrix, vector and local-buffer
+    times (a centralized operator's x the dies), mem, c, d their memory, L2 and die-to-die link times (the block's
+    floor: those resources are shared); 1 where the time in a row is 0 or not finite."""
+    serial = pipeline.shared_core(t0, t1, t2)
+    floor = pipeline.overlapped_core(pipeline.shared_core(mem0, mem1, mem2), pipeline.shared_core(c0, c1, c2),
+                                     pipeline.shared_core(d0, d1, d2))
+    total = fused_block_time(m0, m1, m2, v0, v1, v2, l0, l1, l2, waves, floor, serial)
+    return jit.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
+
+
 @jit.kernel
 def _attention_overlap_kernel(t_op, matrix, vector, memory, l2, local, d2d, scale, waves, c0, c1, c2):
     """:func:`_attention_overlap` for the block in columns c0, c1, c2: ``t_op`` scaled in place."""
     for p in range(t_op.shape[0]):
-        serial = pipeline.shared_core(t_op[p, c0], t_op[p, c1], t_op[p, c2])
-        floor = pipeline.overlapped_core(pipeline.shared_core(memory[p, c0], memory[p, c1], memory[p, c2]),
-                                         pipeline.shared_core(l2[p, c0], l2[p, c1], l2[p, c2]),
-                                         pipeline.shared_core(d2d[p, c0], d2d[p, c1], d2d[p, c2]))
-        total = fused_block_time(matrix[p, c0] * scale[p, c0], matrix[p, c1] * scale[p, c1],
-                                 matrix[p, c2] * scale[p, c2], vector[p, c0] * scale[p, c0],
-                                 vector[p, c1] * scale[p, c1], vector[p, c2] * scale[p, c2],
-                                 local[p, c0] * scale[p, c0], local[p, c1] * scale[p, c1],
-                                 local[p, c2] * scale[p, c2], waves[p, c0], floor, serial)
-        share = jit.where((serial > 0) & np.isfinite(serial), total / serial, 1.0)
+        share = fused_block_share(t_op[p, c0], t_op[p, c1], t_op[p, c2], matrix[p, c0] * scale[p, c0],
+                                  matrix[p, c1] * scale[p, c1], matrix[p, c2] * scale[p, c2],
+                                  vector[p, c0] * scale[p, c0], vector[p, c1] * scale[p, c1],
+                                  vector[p, c2] * scale[p, c2], local[p, c0] * scale[p, c0],
+                                  local[p, c1] * scale[p, c1], local[p, c2] * scale[p, c2], memory[p, c0],
+                                  memory[p, c1], memory[p, c2], l2[p, c0], l2[p, c1], l2[p, c2], d2d[p, c0],
+                                  d2d[p, c1], d2d[p, c2], waves[p, c0])
         t_op[p, c0], t_op[p, c1], t_op[p, c2] = t_op[p, c0] * share, t_op[p, c1] * share, t_op[p, c2] * share
 
 
@@ -1099,6 +1118,11 @@ def _attention_overlap(ops: OpTable, t_op, resources, scale, waves):
     for cols in ops.attn_groups:
         _attention_overlap_kernel(t_op, *full, *(int(c) for c in cols))
     return t_op
+
+
+def _group_columns(ops: OpTable) -> np.ndarray:
+    """The fused attention blocks' three columns, (blocks, 3) int64 ((0, 3) without one)."""
+    return np.array(ops.attn_groups, dtype=np.int64).reshape(-1, 3)
 
 
 def _own(x, shape) -> np.ndarray:
@@ -1462,6 +1486,15 @@ def operator_times(padded_flops, flops, rate, cr, ceff, wave_eff, t_vector1, t_l
 
 
 @jit.rule
+def memory_stretched(t_busy, t_memory, stretch):
+    """An operator whose memory traffic the power ceiling slows as well (``stretch`` > 1: even the lowest clock is over
+    TDP, dse.model.power.sustained_operating_point): its memory time is ``stretch`` x its time; (its time, at least
+    that; its memory time)."""
+    t_mem = jit.where(stretch > 1.0, t_busy * stretch, t_memory)
+    return jit.maximum(t_busy, t_mem), t_mem
+
+
+@jit.rule
 def operating_energy(cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1, e_mem, t_op, t_matrix, t_vector,
                      t_memory, t_l2, t_local):
     """An operator at its sustained clock ``cr`` (the clock law's fields d, V_min, V_nom, V_th, V1, ``scaling``;
@@ -1629,6 +1662,99 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
         sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v, v_min_o, p_max
         sums[16, p] = bound_code(b_mat, b_vec, b_mem, b_l2, b_loc)
     return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
+
+
+#: the per-point rows of :func:`_tail_kernel`: :data:`POINT_SUMS`, then these sums of the operators' times (x count)
+#: and 1 where an operator's memory traffic is slowed (memory_throttled)
+TAIL_SUMS = ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_roofline_s", "t_l2_s", "t_local_s",
+             "memory_throttled")
+
+
+@jit.kernel
+def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
+    """The block from the sustained clock on, one point at a time, without its (points, operators) arrays: each
+    operator's times at its clock (:func:`operator_times`), its memory traffic slowed where even the lowest clock is
+    over TDP (:func:`memory_stretched`), the fused attention blocks' pipelining (:func:`fused_block_share`), the
+    energies at the operating point (:func:`operating_energy`) and their sums (:func:`operator_sums`, the power of
+    the operators and of the fused blocks, :func:`fused_block_power`), and the sums of the times; the rows of
+    :data:`POINT_SUMS` + :data:`TAIL_SUMS`, each (points,). The rules and their order are those of the passes it
+    stands for (_times_kernel, _energy_kernel, _attention_overlap_kernel, _group_power_kernel), so its numbers are
+    theirs, the sums of the times within rounding (added one after another here, by _sums_kernel in an order of
+    LLVM's). A point's operators are taken in loops without sums, which run on the vector lanes, then summed
+    (a decode step: ~2.3 ms a block of 8,192 points x 16 operators where those passes took ~3, and wrote and read
+    ~25 arrays of the block's size; issue 20). ``x``: the flat (points x operators) inputs (padded FLOPs, FLOPs,
+    rate, clock ratio, memory stretch, wave efficiency, the vector, L2, local-buffer and memory times at the design
+    clock, compute and memory energies, register, local and L2 bytes, compulsory memory time, the fused blocks'
+    waves); ``per_point``: the compute efficiency, the clock law (d, V_min, V_nom, V_th, V1, scaling), leakage,
+    clock power, the register, local and L2 J/B and the design voltage's energy scale; ``count`` and ``grouped``
+    per operator; ``groups``: the fused blocks' three columns, (blocks, 3)."""
+    (padded_flops, flops, rate, cr, stretch, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1, e_comp1, e_mem,
+     reg_bytes, local_bytes, l2_bytes, t_comp, waves) = x
+    ceff, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
+    k = n_ops
+    rows = padded_flops.size // k
+    n_sums = len(POINT_SUMS) + len(TAIL_SUMS)
+    sums = np.empty((n_sums, rows))
+    t = jit.staggered(8, k)  # a point's matrix, vector, memory, L2, local-buffer and operator times, the ideal
+    # matrix time and the roofline's
+    e = jit.staggered(7, k)  # its voltage, energy scale, compute energy, fixed power and energy, bound and power
+    for p in range(rows):
+        base = p * k
+        ce = ceff[p]
+        for j in range(k):  # (no sums in this loop: it runs on the vector lanes)
+            i = base + j
+            t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = operator_times(
+                padded_flops[i], flops[i], rate[i], cr[i], ce, wave_eff[i], t_vector1[i], t_l2_1[i], t_loc_1[i],
+                t_memory1[i])
+            t_busy, t_memory = memory_stretched(t_busy, t_memory1[i], stretch[i])
+            t[0, j], t[1, j], t[2, j], t[3, j], t[4, j], t[5, j] = t_matrix, t_vector, t_memory, t_l2, t_local, t_busy
+            t[6, j], t[7, j] = t_matrix_ideal, pipeline.overlapped_core(t_matrix_ideal, t_comp[i])
+        for g in range(groups.shape[0]):
+            c0, c1, c2 = groups[g, 0], groups[g, 1], groups[g, 2]
+            share = fused_block_share(t[5, c0], t[5, c1], t[5, c2], t[0, c0], t[0, c1], t[0, c2], t[1, c0], t[1, c1],
+                                      t[1, c2], t[4, c0], t[4, c1], t[4, c2], t[2, c0], t[2, c1], t[2, c2], t[3, c0],
+                                      t[3, c1], t[3, c2], 0.0, 0.0, 0.0, waves[base + c0])
+            t[5, c0], t[5, c1], t[5, c2] = t[5, c0] * share, t[5, c1] * share, t[5, c2] * share
+        dd, a, b, c, f, h, lk, ck = d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p], leak[p], clk[p]
+        for j in range(k):  # (likewise)
+            i = base + j
+            e[0, j], e[1, j], e[2, j], e[3, j], e[4, j], e[5, j], e[6, j] = operating_energy(
+                cr[i], dd, a, b, c, f, h, lk, ck, e_comp1[i], e_mem[i], t[5, j], t[0, j], t[1, j], t[2, j], t[3, j],
+                t[4, j])
+        er, el, e2, s = e_reg[p], e_loc[p], e_l2[p], s1[p]
+        s_comp = s_fixed = s_reg = s_loc_e = s_l2_e = s_dev = s_cr = s_v_f = 0.0
+        b_mat = b_vec = b_mem = b_l2 = b_loc = 0.0
+        s_m = s_mi = s_v = s_mem = s_roof = s_l2 = s_loc = 0.0
+        cr_min, v_min_o, p_max, slowed = np.inf, np.inf, -np.inf, 0.0
+        for j in range(k):
+            i = base + j
+            w = count[j]
+            y = operator_sums(w, e[2, j], e[4, j], e[5, j], e[1, j], e[0, j], cr[i], t[5, j], padded_flops[i],
+                              reg_bytes[i], local_bytes[i], l2_bytes[i], er, el, e2, s)
+            s_comp, s_fixed, s_reg, s_loc_e, s_l2_e = s_comp + y[0], s_fixed + y[1], s_reg + y[2], s_loc_e + y[3], \
+                s_l2_e + y[4]
+            s_dev, b_mat, b_vec, b_mem, b_l2 = s_dev + y[5], b_mat + y[6], b_vec + y[7], b_mem + y[8], b_l2 + y[9]
+            b_loc, s_cr, s_v_f = b_loc + y[10], s_cr + y[11], s_v_f + y[12]
+            s_m, s_mi, s_v, s_mem = s_m + t[0, j] * w, s_mi + t[6, j] * w, s_v + t[1, j] * w, s_mem + t[2, j] * w
+            s_roof, s_l2, s_loc = s_roof + t[7, j] * w, s_l2 + t[3, j] * w, s_loc + t[4, j] * w
+            cr_min = jit.minimum(cr_min, cr[i])
+            v_min_o = jit.minimum(v_min_o, e[0, j])
+            p_max = jit.where(grouped[j] > 0.5, p_max, jit.maximum(p_max, e[6, j]))
+            slowed = jit.where(stretch[i] > 1.0, 1.0, slowed)
+        for g in range(groups.shape[0]):
+            c0, c1, c2 = groups[g, 0], groups[g, 1], groups[g, 2]
+            i0, i1, i2 = base + c0, base + c1, base + c2
+            p_max = jit.maximum(p_max, fused_block_power(e[2, c0] + e_mem[i0], e[2, c1] + e_mem[i1],
+                                                         e[2, c2] + e_mem[i2], t[5, c0], t[5, c1], t[5, c2],
+                                                         e[3, c0], e[3, c1], e[3, c2]))
+        sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p] = s_comp, s_fixed, s_reg, s_loc_e, s_l2_e
+        sums[5, p] = s_dev
+        sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = b_mat, b_vec, b_mem, b_l2, b_loc
+        sums[11, p], sums[12, p], sums[13, p], sums[14, p], sums[15, p] = s_cr, cr_min, s_v_f, v_min_o, p_max
+        sums[16, p] = bound_code(b_mat, b_vec, b_mem, b_l2, b_loc)
+        sums[17, p], sums[18, p], sums[19, p], sums[20, p] = s_m, s_mi, s_v, s_mem
+        sums[21, p], sums[22, p], sums[23, p], sums[24, p] = s_roof, s_l2, s_loc, slowed
+    return sums
 
 
 #: a point's results from its operators' sums (:func:`point_results`), in its order
@@ -1949,11 +2075,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                                        (t_m1, t_vector, t_l2_1, t_loc_1), busy1, clocked1, t_memory, group_waves,
                                        tdp, leak_run, clk_run, law)
 
-    # the resources' times at the sustained clock; independent resources overlap: the slowest sets the operator's
-    # time (seed 004 §4.8.1)
-    t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = _block_kernel(
-        _times_kernel, (padded_flops, ops.flops, rate, cr, wave_eff, t_vector, t_l2_1, t_loc_1, t_memory), (ceff,))
-    koh = c.koh
     # ---- dies of one package (seed 004 §4.5.1): the work of each operator is placed where it is fastest, in
     # place (each die on its own memory's share; the others gather its output over the die-to-die link) or
     # centralized on one die (which reads the others' share over the link); the link is a resource beside the
@@ -1961,49 +2082,91 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     d2d_bw = c.d2d_bw
     dies = c.dies / c.npart  # the dies of one logical device (a partition is whole dies)
     multi = (dies > 1) & (d2d_bw > 0)  # (NaN: no link)
-    t_central = None
-    if multi.any():
-        x_in, x_cen = links.die_link_bytes(dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_in = np.maximum(t_busy, np.where(multi, x_in / d2d_bw, 0.0))
-            # (the units' work and their local buffers move to one die; each die's L2 stays in front of its own
-            # memory, which it serves to the link)
-            t_central = np.where(multi, np.maximum(pipeline.overlapped_core(t_matrix, t_vector, t_local) * dies,
-                                                   pipeline.overlapped_core(t_memory, t_l2, x_cen / d2d_bw)),
-                                 np.nan)
-        central = multi & (t_central < t_in)
-        t_busy = np.where(central, t_central, t_in)
-        d2d_bytes = np.where(central, x_cen, np.where(multi, x_in, 0.0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_d2d = np.where(multi, d2d_bytes / d2d_bw, 0.0)
-    else:
-        d2d_bytes = t_d2d = central = np.zeros((1, 1))
-    mem_throttled = stretch > 1.0
-    any_mem_throttled = mem_throttled.any()
-    if any_mem_throttled:  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
-        t_memory = np.where(mem_throttled, t_busy * stretch, t_memory)
-        t_busy = np.maximum(t_busy, t_memory)
-    # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
-    # takes the longer of the device's busy time and the host's launch time for all its kernels
-    t_op = t_busy
-    if ops.attn_groups:  # a fused attention kernel's QK, softmax and PV pipeline across blocks (seed 004 §4.2.3)
-        t_op = _attention_overlap(ops, t_op, (t_matrix, t_vector, t_memory, t_l2, t_local, t_d2d),
-                                  np.where(central > 0, dies, 1.0), group_waves)
-    if info.random_routing and info.expert_cols and (c.ep > 1).any():  # the most loaded chip ends a MoE layer
-        t_op = _expert_parallel_load(c, info, t_op, t_memory, (t_matrix, t_vector, t_l2, t_local))
-    # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs;
-    # the bound (the first resource with the largest time) and the power each operator draws
-    # the bound (the first resource with the largest time), the power each operator draws; their sums over the
-    # operators (_energy_kernel)
-    grouped = np.zeros(len(ops.names))
+    expert_load = bool(info.random_routing and info.expert_cols and (c.ep > 1).any())
+    grouped = np.zeros(len(ops.names))  # (1: an operator of a fused attention block)
     for cols in ops.attn_groups:
         grouped[list(cols)] = 1.0
-    E_compute_op, p_fixed_op, E_fixed_op, bound, sums = _block_kernel(
-        _energy_kernel, (cr, E_compute_op, E_mem_op, t_op, t_matrix, t_vector, t_memory, t_l2, t_local,
-                         padded_flops, reg_bytes, local_bytes, l2_bytes),
-        (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling, c.leak, c.clk, c.e_reg, c.e_loc, c.e_l2, s1),
-        (cnt, grouped))
-    point = dict(zip(POINT_SUMS, sums))
+    energy_point = (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling, c.leak, c.clk, c.e_reg, c.e_loc,
+                    c.e_l2, s1)
+    t_central = None
+    d2d_bytes = t_d2d = central = np.zeros((1, 1))
+    if _FUSED_TAIL and len(ops.names) > 1 and not want_ops and not expert_load and not multi.any():
+        # the rest of the operators' quantities, point by point, summed as they are found (_tail_kernel: the same
+        # rules as the passes below, without their (points x operators) arrays)
+        full = (padded_flops, ops.flops, rate, cr, stretch, wave_eff, t_vector, t_l2_1, t_loc_1, t_memory,
+                E_compute_op, E_mem_op, reg_bytes, local_bytes, l2_bytes, t_comp, group_waves)
+        op_shape = _block_shape(full + (ceff,) + energy_point, (cnt,))
+        sums = _tail_kernel(tuple(_full(x, op_shape).reshape(-1) for x in full),
+                            tuple(_per_point(x, op_shape[0]) for x in (ceff,) + energy_point),
+                            jit.points(cnt, cnt.size), jit.points(grouped, grouped.size), _group_columns(ops),
+                            op_shape[1])
+        point = dict(zip(POINT_SUMS + TAIL_SUMS, sums))
+        time_sums = {k: point[k] for k in TAIL_SUMS[:-1]}
+        peak_power = point["power_max"]
+        throttled = point["memory_throttled"] > 0.5
+        ops_out = None
+    else:
+        # the resources' times at the sustained clock; independent resources overlap: the slowest sets the
+        # operator's time (seed 004 §4.8.1)
+        t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = _block_kernel(
+            _times_kernel, (padded_flops, ops.flops, rate, cr, wave_eff, t_vector, t_l2_1, t_loc_1, t_memory),
+            (ceff,))
+        if multi.any():
+            x_in, x_cen = links.die_link_bytes(dies, np.where(g, ops.c_bytes, 0.0), bytes_mem)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_in = np.maximum(t_busy, np.where(multi, x_in / d2d_bw, 0.0))
+                # (the units' work and their local buffers move to one die; each die's L2 stays in front of its
+                # own memory, which it serves to the link)
+                t_central = np.where(multi, np.maximum(pipeline.overlapped_core(t_matrix, t_vector, t_local) * dies,
+                                                       pipeline.overlapped_core(t_memory, t_l2, x_cen / d2d_bw)),
+                                     np.nan)
+            central = multi & (t_central < t_in)
+            t_busy = np.where(central, t_central, t_in)
+            d2d_bytes = np.where(central, x_cen, np.where(multi, x_in, 0.0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_d2d = np.where(multi, d2d_bytes / d2d_bw, 0.0)
+        mem_throttled = stretch > 1.0
+        throttled = mem_throttled.any(axis=1) if mem_throttled.any() else np.zeros(1, dtype=bool)
+        if throttled.any():  # the memory traffic slowed as well: the operator takes `stretch` x its floor time
+            t_busy, t_memory = memory_stretched(t_busy, t_memory, stretch)
+        # host launches overlap device work (independent resources take the max, seed 004 §4.8.1): a step
+        # takes the longer of the device's busy time and the host's launch time for all its kernels
+        t_op = t_busy
+        if ops.attn_groups:  # a fused attention kernel's QK, softmax and PV pipeline across blocks (seed 004 §4.2.3)
+            t_op = _attention_overlap(ops, t_op, (t_matrix, t_vector, t_memory, t_l2, t_local, t_d2d),
+                                      np.where(central > 0, dies, 1.0), group_waves)
+        if expert_load:  # the most loaded chip ends a MoE layer
+            t_op = _expert_parallel_load(c, info, t_op, t_memory, (t_matrix, t_vector, t_l2, t_local))
+        op_shape = t_op.shape
+        # energy at the sustained voltage: switching ~ (V / V1)^2 of the design's; leakage and clock while it runs;
+        # the bound (the first resource with the largest time), the power each operator draws; their sums over
+        # the operators (_energy_kernel)
+        E_compute_op, p_fixed_op, E_fixed_op, bound, sums = _block_kernel(
+            _energy_kernel, (cr, E_compute_op, E_mem_op, t_op, t_matrix, t_vector, t_memory, t_l2, t_local,
+                             padded_flops, reg_bytes, local_bytes, l2_bytes), energy_point, (cnt, grouped))
+        point = dict(zip(POINT_SUMS, sums))
+        time_sums = {"t_matrix_s": _sum(t_matrix, cnt), "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
+                     "t_vector_s": _sum(t_vector, cnt), "t_memory_s": _sum(t_memory, cnt),
+                     "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
+                     "t_l2_s": _sum(t_l2, cnt, op_shape), "t_local_s": _sum(t_local, cnt, op_shape)}
+        # the highest power any operator draws at the sustained clock (a fused attention block's three operators
+        # draw theirs together, over the block's time)
+        peak_power = point["power_max"]  # (the operators outside the fused blocks)
+        if ops.attn_groups:
+            peak_power = np.array(peak_power)
+            group_in = tuple(_full(x, op_shape) for x in (E_compute_op, E_mem_op, t_op, p_fixed_op))
+            for cols in ops.attn_groups:
+                _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
+        ops_out = None
+        if want_ops:
+            ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory,
+                           bound=bound.astype(np.int64), t_l2=t_l2, t_local=t_local, bytes_l2=l2_bytes,
+                           bytes_local=local_bytes, bytes_register=reg_bytes,
+                           visible=np.broadcast_to(visible, op_shape), t_matrix_ideal=t_matrix_ideal,
+                           t_memory_compulsory=t_comp, bytes_memory=bytes_mem, bytes_compulsory=bytes_comp,
+                           padded_flops=padded_flops, tm=tm, tn=tn, split=split,
+                           energy=E_compute_op + E_mem_op + E_fixed_op)
+    koh = c.koh
     E_compute = point["e_compute"]
     step_oh = c.step_oh[:, 0]
     launches = (koh * cnt).sum(axis=1)
@@ -2016,7 +2179,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         t_link = t_ar = t_a2a = link_bytes = bubble = ar_algo = np.zeros(1)
     else:
         steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
-    d2d_tot = _sum(d2d_bytes, cnt, t_op.shape)
+    d2d_tot = _sum(d2d_bytes, cnt, op_shape)
     bytes_mem_tot = _sum(bytes_mem, cnt)
     bytes_w_tot = _sum(bytes_w, cnt)
     bytes_kv_tot = _sum(bytes_kv, cnt)
@@ -2044,22 +2207,19 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "time_per_token_s": res["time_per_token_s"],
         "tokens_per_s": res["tokens_per_s"],
         "ttft_s": time_s if w.phase == "prefill" else _NAN,
-        "t_matrix_s": _sum(t_matrix, cnt),
-        "t_matrix_ideal_s": _sum(t_matrix_ideal, cnt),
-        "t_vector_s": _sum(t_vector, cnt),
-        "t_memory_s": _sum(t_memory, cnt),
+        **{k: time_sums[k] for k in ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s")},
         "t_memory_compulsory_s": _sum(t_comp, cnt),
         "t_read_s": t_read,
-        "t_roofline_s": _sum(np.maximum(t_matrix_ideal, t_comp), cnt),
+        "t_roofline_s": time_sums["t_roofline_s"],
         "t_overhead_s": res["t_overhead_s"],
         "t_link_s": t_link,
         "t_allreduce_s": t_ar,
         "allreduce_algorithm": ar_algo.astype(float),
         "t_alltoall_s": t_a2a,
         "pipeline_bubble": bubble,
-        "t_die_link_s": _sum(t_d2d, cnt, t_op.shape),
+        "t_die_link_s": _sum(t_d2d, cnt, op_shape),
         "die_link_bytes": d2d_tot,
-        "die_placement_centralized": (np.where(np.broadcast_to(central, t_op.shape) > 0, t_op * cnt, 0.0).sum(axis=1)
+        "die_placement_centralized": (np.where(np.broadcast_to(central, op_shape) > 0, t_op * cnt, 0.0).sum(axis=1)
                                       / np.maximum(device, 1e-300) if np.any(central) else np.zeros(1)),
         "t_centralized_s": (_sum(t_central, cnt) if t_central is not None else np.full(1, np.nan)),
         "system_chips": p_sys,
@@ -2068,16 +2228,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "time_memory_bound_s": t_bound[2],
         "time_l2_bound_s": t_bound[3],
         "time_local_bound_s": t_bound[4],
-        "t_l2_s": _sum(t_l2, cnt, t_op.shape),
-        "t_local_s": _sum(t_local, cnt, t_op.shape),
-        "bytes_l2": _sum(l2_bytes, cnt, t_op.shape),
-        "bytes_local": _sum(local_bytes, cnt, t_op.shape),
-        "bytes_register": _sum(reg_bytes, cnt, t_op.shape),
+        "t_l2_s": time_sums["t_l2_s"],
+        "t_local_s": time_sums["t_local_s"],
+        "bytes_l2": _sum(l2_bytes, cnt, op_shape),
+        "bytes_local": _sum(local_bytes, cnt, op_shape),
+        "bytes_register": _sum(reg_bytes, cnt, op_shape),
         "flops": np.array([flops]),
         "padded_flops": tot_padded[:, 0],
         "bytes_memory": bytes_mem_tot,
-        "bytes_msc": _sum(bytes_msc, cnt, t_op.shape),
-        "energy_msc_j": _sum(bytes_msc * c.e_msc, cnt, t_op.shape),
+        "bytes_msc": _sum(bytes_msc, cnt, op_shape),
+        "energy_msc_j": _sum(bytes_msc * c.e_msc, cnt, op_shape),
         "bytes_requested": _sum(bytes_req, cnt),
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,
@@ -2092,14 +2252,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         **{k: res[k] for k in ("energy_weights_j", "energy_kv_j", "energy_per_token_j", "power_w", "clock_ratio",
                                "sustained_clock_hz", "mbu")},
     }
-    # the highest power any operator draws at the sustained clock, and the chip's limit (a fused attention block's
-    # three operators draw theirs together, over the block's time)
-    peak_power = point["power_max"]  # (the operators outside the fused blocks)
-    if ops.attn_groups:
-        peak_power = np.array(peak_power)
-        group_in = tuple(_full(x, t_op.shape) for x in (E_compute_op, E_mem_op, t_op, p_fixed_op))
-        for cols in ops.attn_groups:
-            _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
     out["peak_power_w"] = peak_power
     out["tdp"] = c.tdp[:, 0]
     out["tdp_estimated"] = c.tdp_est[:, 0] > 0.5
@@ -2107,7 +2259,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["clock_power_w"] = clk1[:, 0]
     out["fixed_power_w"] = fixed1[:, 0]
     out["idle_power_w"] = res["idle_power_w"]
-    out["memory_throttled"] = mem_throttled.any(axis=1) if any_mem_throttled else np.zeros(1, dtype=bool)
+    out["memory_throttled"] = throttled
     out["voltage_v"] = res["voltage_v"]
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = res["mfu"]
@@ -2127,14 +2279,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first]), inverse)
     else:
         out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
-    ops_out = None
-    if want_ops:
-        ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory,
-                       bound=bound.astype(np.int64), t_l2=t_l2, t_local=t_local, bytes_l2=l2_bytes,
-                       bytes_local=local_bytes, bytes_register=reg_bytes, visible=np.broadcast_to(visible, t_op.shape),
-                           t_matrix_ideal=t_matrix_ideal, t_memory_compulsory=t_comp,
-                           bytes_memory=bytes_mem, bytes_compulsory=bytes_comp, padded_flops=padded_flops,
-                           tm=tm, tn=tn, split=split, energy=E_compute_op + E_mem_op + E_fixed_op)
     return out, ops_out
 
 
