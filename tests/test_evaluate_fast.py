@@ -237,14 +237,15 @@ def test_identical_operators_merged(wl):
 
 
 @pytest.mark.parametrize("wl", ["decode", "prefill", "moe"])
-@pytest.mark.parametrize("base", ["h100", "tpu-v1", "mi300x"])
-def test_fused_tail_matches_the_passes(base, wl, monkeypatch):
-    """The block from the sustained clock on, point by point in one kernel (evaluator._tail_kernel), against the
-    passes over the block's (points x operators) arrays it stands for (evaluator._FUSED_TAIL = False): every column
-    within rounding (its sums of the times add a point's terms one after another, the passes' sums in the order the
-    vector lanes give). The points throttle (TDP down to 300 W), some so far that their memory traffic is slowed
-    too (a 50 W TDP), and the fused attention blocks pipeline; the dies of MI300X are one pool here (the fused kernel
-    has no die-to-die placement: with a link the block takes the passes), systems of chips and pipelines beside."""
+@pytest.mark.parametrize("base", ["h100", "tpu-v1", "mi300x", "b200"])
+def test_fused_kernels_match_the_passes(base, wl, monkeypatch):
+    """A block point by point in two kernels (evaluator._clock_kernel: the design clock's times and the operating
+    points; evaluator._tail_kernel: what follows) against the passes over the block's (points x operators) arrays
+    they stand for (evaluator._FUSED = False): every column within rounding (the tail's sums of the times add a
+    point's terms one after another, the passes' in the order the vector lanes give). The points throttle (TDP
+    down to 300 W), some so far that their memory traffic is slowed too (a 50 W TDP), and the fused attention
+    blocks pipeline; systems of chips and pipelines beside. MI300X's dies are one pool here and B200's two keep
+    their link (with a die-to-die placement the block takes the clock kernel, then the passes)."""
     def extra(rng, n):
         out = {"tdp": rng.choice([50.0, 300.0, 700.0, np.nan], n), "system.chips": rng.choice([1.0, 1.0, 4.0], n),
                "system.pipeline": (rng.random(n) < 0.3) * 1.0}
@@ -253,19 +254,23 @@ def test_fused_tail_matches_the_passes(base, wl, monkeypatch):
         return out
     chips = random_points(base, 40, seed=23, extra=extra)
     w = workload(wl)
-    calls = []
-    real = ev._tail_kernel
+    calls = {"_clock_kernel": 0, "_tail_kernel": 0}
 
-    def counted(*args):
-        calls.append(1)
-        return real(*args)
-    monkeypatch.setattr(ev, "_tail_kernel", counted)
+    def counted(name):
+        real = getattr(ev, name)
+
+        def call(*args):
+            calls[name] += 1
+            return real(*args)
+        return call
+    for name in calls:
+        monkeypatch.setattr(ev, name, counted(name))
     fused = evaluate_workload(chips, w)
-    assert calls, "the fused kernel was not used"
-    monkeypatch.setattr(ev, "_FUSED_TAIL", False)
-    calls.clear()
+    assert calls["_clock_kernel"] and (calls["_tail_kernel"] > 0) == (base != "b200"), calls
+    monkeypatch.setattr(ev, "_FUSED", False)
+    calls.update({k: 0 for k in calls})
     passes = evaluate_workload(chips, w)
-    assert not calls
+    assert not any(calls.values())
     cols = fused.columns
     assert (np.asarray(cols["clock_ratio"]) < 0.999).any() and np.asarray(cols["memory_throttled"]).any()
     for k, a in cols.items():

@@ -66,7 +66,11 @@ sustained times, the power ceiling's bisection, the operating points and their
 sums, the largest working set), from the same rules numpy runs
 (tests/model/test_jit.py); a block of one operator per point (a GEMM alone)
 compiles each kernel once more with its per-operator values as numbers
-(jit.of_op), so that its loop along the points runs on the vector lanes. An
+(jit.of_op), so that its loop along the points runs on the vector lanes; a
+block of several operators per point without a breakdown runs from the design
+clock's times on point by point in two kernels (_clock_kernel, _tail_kernel:
+the same rules, without the block's (points x operators) arrays between the
+passes; tests/test_evaluate_fast.py compares them with the passes). An
 input that is one value or one row of operators at every point is laid over
 the points once and shared (jit.filled); the sums over operators run on the
 vector lanes in an order of their own, the same for every row (_sums_kernel).
@@ -111,10 +115,11 @@ _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2
 #: (point x operator) elements per block: big enough to amortize numpy's per-call cost (measured best at 2^17 once
 #: the temporaries stopped coming back as fresh pages, see _MALLOC_SETTINGS; 2^15 before)
 _BLOCK_ELEMENTS = 1 << 17
-#: the block's quantities from the sustained clock on by :func:`_tail_kernel` (point by point, no (points x
-#: operators) arrays) where the block needs no per-operator arrays (no breakdown), has no die-to-die placement
-#: and no expert-parallel load; False: always by the passes it replaces (the property test compares the two)
-_FUSED_TAIL = True
+#: a block of several operators per point without a breakdown: its times at the design clock and its operating
+#: points by :func:`_clock_kernel`, and where it has no die-to-die placement and no expert-parallel load, what
+#: follows by :func:`_tail_kernel` (point by point, without the (points x operators) arrays of the passes they
+#: stand for); False: always by the passes (tests/test_evaluate_fast.py compares the two)
+_FUSED = True
 
 #: glibc malloc settings the evaluator sets once (``DSE_MALLOC_TUNING=0`` leaves the allocator alone): arrays up
 #: to 32 MiB from the heap instead of fresh mmap()s, and up to 512 MiB of freed heap kept instead of returned to
@@ -1010,29 +1015,40 @@ def fused_block_time(m0, m1, m2, v0, v1, v2, l0, l1, l2, waves, floor, cap):
     return jit.minimum(jit.maximum(pipe, floor), cap)
 
 
+@jit.rule
+def fused_block_clock_inputs(a, b, c, waves):
+    """The power ceiling's inputs of a fused attention block (its three operators run at once) from its operators'
+    times and energies at the design clock, ``a``, ``b``, ``c`` each (matrix busy, matrix with the waves' loss,
+    vector, L2, local buffer busy, local buffer with the waves' loss, busy, with the waves' loss, compute energy,
+    memory energy, memory time): the block's busy time without and with the waves' loss (:func:`fused_block_time`,
+    the L2 as the floor, the operators' own busy times in a row as the cap), and the three operators' compute and
+    memory energies and memory times, summed."""
+    floor = pipeline.shared_core(a[3], b[3], c[3])
+    busy = fused_block_time(a[0], b[0], c[0], a[2], b[2], c[2], a[4], b[4], c[4], waves, floor,
+                            pipeline.shared_core(a[6], b[6], c[6]))
+    clocked = fused_block_time(a[1], b[1], c[1], a[2], b[2], c[2], a[5], b[5], c[5], waves, floor,
+                               pipeline.shared_core(a[7], b[7], c[7]))
+    return (busy, clocked, pipeline.shared_core(a[8], b[8], c[8]), pipeline.shared_core(a[9], b[9], c[9]),
+            pipeline.shared_core(a[10], b[10], c[10]))
+
+
+@jit.rule
+def _clock_inputs_at(x, p, col):
+    """:func:`fused_block_clock_inputs`' tuple of operator ``col`` at point ``p`` of the (points, operators) arrays
+    ``x`` (in its order)."""
+    return (x[0][p, col], x[1][p, col], x[2][p, col], x[3][p, col], x[4][p, col], x[5][p, col], x[6][p, col],
+            x[7][p, col], x[8][p, col], x[9][p, col], x[10][p, col])
+
+
 @jit.kernel
-def _attention_clock_kernel(matrix_busy, matrix_clocked, vector, l2, local_busy, local_clocked, busy1, clocked1,
-                            e_comp, e_mem, t_memory, waves, c0, c1, c2):
-    """The power ceiling's inputs of the fused attention block in columns c0, c1, c2 of (points, operators)
-    arrays: (5, points): its busy time at the design clock without and with the waves' loss
-    (:func:`fused_block_time`, the L2 as the floor, the operators' own busy times in a row as the cap), its
-    compute and memory energies and its memory time (the three operators' sums)."""
-    rows = matrix_busy.shape[0]
+def _attention_clock_kernel(x, waves, c0, c1, c2):
+    """The power ceiling's inputs (:func:`fused_block_clock_inputs`) of the fused attention block in columns c0, c1,
+    c2 of (points, operators) arrays ``x`` (in that rule's order): (5, points)."""
+    rows = waves.shape[0]
     out = np.empty((5, rows))
     for p in range(rows):
-        floor = pipeline.shared_core(l2[p, c0], l2[p, c1], l2[p, c2])
-        w = waves[p, c0]
-        out[0, p] = fused_block_time(matrix_busy[p, c0], matrix_busy[p, c1], matrix_busy[p, c2], vector[p, c0],
-                                     vector[p, c1], vector[p, c2], local_busy[p, c0], local_busy[p, c1],
-                                     local_busy[p, c2], w, floor,
-                                     pipeline.shared_core(busy1[p, c0], busy1[p, c1], busy1[p, c2]))
-        out[1, p] = fused_block_time(matrix_clocked[p, c0], matrix_clocked[p, c1], matrix_clocked[p, c2],
-                                     vector[p, c0], vector[p, c1], vector[p, c2], local_clocked[p, c0],
-                                     local_clocked[p, c1], local_clocked[p, c2], w, floor,
-                                     pipeline.shared_core(clocked1[p, c0], clocked1[p, c1], clocked1[p, c2]))
-        out[2, p] = pipeline.shared_core(e_comp[p, c0], e_comp[p, c1], e_comp[p, c2])
-        out[3, p] = pipeline.shared_core(e_mem[p, c0], e_mem[p, c1], e_mem[p, c2])
-        out[4, p] = pipeline.shared_core(t_memory[p, c0], t_memory[p, c1], t_memory[p, c2])
+        out[0, p], out[1, p], out[2, p], out[3, p], out[4, p] = fused_block_clock_inputs(
+            _clock_inputs_at(x, p, c0), _clock_inputs_at(x, p, c1), _clock_inputs_at(x, p, c2), waves[p, c0])
     return out
 
 
@@ -1067,9 +1083,10 @@ def _attention_clock(ops: OpTable, cr, stretch, e_comp, e_mem, busy_parts, clock
     cr, stretch = _own(cr, shape), _own(stretch, shape)
     (matrix_b, vector, l2, local_b), (matrix_c, _, _, local_c) = busy_parts, clocked_parts
     full = tuple(_full(x, shape) for x in (matrix_b, matrix_c, vector, l2, local_b, local_c, busy1, clocked1, e_comp,
-                                          e_mem, t_memory, waves))
+                                          e_mem, t_memory))
+    waves = _full(waves, shape)
     for cols in ops.attn_groups:
-        busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(*full, *(int(c) for c in cols))
+        busy_g, clocked_g, e_comp_g, e_mem_g, t_mem_g = _attention_clock_kernel(full, waves, *(int(c) for c in cols))
         r, st = pw.sustained_operating_point(tdp, e_comp_g[:, None], e_mem_g[:, None], busy_g[:, None],
                                              clocked_g[:, None], t_mem_g[:, None], leak, clk, law, MIN_CLOCK_RATIO)
         at = slice(cols[0], cols[0] + 3) if tuple(cols) == tuple(range(cols[0], cols[0] + 3)) else list(cols)
@@ -1664,6 +1681,102 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
 
 
+@jit.rule(loops=True)
+def _settle(vals, lo, hi, dest, m, floor, steps, out):
+    """:func:`_clock_kernel`'s gathered entries over TDP bisected (dse.model.power.bisect_chunk), each one's clock
+    ratio and memory stretch laid on its operators (rows 0 and 1 of ``out``)."""
+    if m > 0:
+        pw.bisect_chunk(vals, lo, hi, m, floor, steps)
+        for z in range(m):
+            for q in range(3):
+                out[0, dest[q, z]], out[1, dest[q, z]] = lo[z], hi[z]
+
+
+@jit.kernel
+def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
+    """The block's times at the design clock (:func:`busy_at_design_clock`) and each operator's sustained clock and
+    memory stretch under TDP (dse.model.power.sustained_operating_point; a fused attention block's three operators
+    one operating point, :func:`fused_block_clock_inputs`), one point at a time, without the (points x operators)
+    arrays of the passes it stands for (_busy_kernel, the power ceiling's kernel, _attention_clock): the same rules
+    in the same order, so the same numbers. The entries over TDP at the design clock (operators outside the fused
+    blocks, and the blocks) are gathered :data:`dse.model.power.BISECTION_CHUNK` at a time and bisected together
+    (dse.model.power.bisect_chunk), their results laid on the operators (a block's on its three). Returns (5,
+    points x operators): the clock ratio, the memory stretch, the vector, L2 and local-buffer times at the design
+    clock. ``x``: the flat inputs (padded FLOPs, rate, wave efficiency, vector FLOPs, L2 bytes, local-buffer reads,
+    compute and memory energies, memory time, the fused blocks' waves); ``per_point``: the compute efficiency, the
+    vector, exponential, L2 and local-buffer rates, the local buffer, TDP, leakage, clock power and the clock law
+    (d, V_min, V_nom, V_th, V1, scaling); ``exps`` per operator; ``groups`` the fused blocks' columns (blocks, 3). Its loops over a point's operators are apart, so that each runs on the vector lanes (a loop storing
+    the 13 results of the first two ran one operator at a time: 2.0 -> 0.94 ms for a decode step's block of 8,192
+    points x 16 operators; issue 20)."""
+    (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, e_comp, e_mem, t_memory, waves) = x
+    (ceff, vector_rate, exp_rate, l2_rate, buf, local_rate, tdp, leak, clk, d, v_min, v_nom, v_th, v1,
+     scaling) = per_point
+    k = n_ops
+    n = padded_flops.size
+    rows = n // k
+    n_groups = groups.shape[0]
+    out = jit.staggered(5, n)
+    b = jit.staggered(8, k)  # a point's busy_at_design_clock results
+    hot = np.empty(k + n_groups)  # 1 where an operator (then a fused block) is over TDP at the design clock
+    rates = np.empty((5, k + n_groups))  # their operator_power_rates (and the first flat index of a block)
+    chunk = pw.BISECTION_CHUNK
+    vals, lo, hi = np.empty((13, chunk)), np.empty(chunk), np.empty(chunk)
+    dest = np.empty((3, chunk), dtype=np.int64)  # the entries' operators (an operator's index three times)
+    m = 0
+    for p in range(rows):
+        base = p * k
+        ce, vr, xr, l2r, bf, lr = ceff[p], vector_rate[p], exp_rate[p], l2_rate[p], buf[p], local_rate[p]
+        tp, lk, ck, dd, a, bb, c, f, h = tdp[p], leak[p], clk[p], d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p]
+        for j in range(k):  # (no branch: on the vector lanes)
+            i = base + j
+            b[0, j], b[1, j], b[2, j], b[3, j], b[4, j], b[5, j], b[6, j], b[7, j] = busy_at_design_clock(
+                padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], exps[j], vr, xr, l2_bytes[i], l2r,
+                local_reads[i], bf, lr)
+        for j in range(k):  # (each loop on its own: together they ran one operator at a time, 2.1x slower)
+            i = base + j
+            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i] = 1.0, 1.0, b[7, j], b[2, j], b[4, j]
+        for j in range(k):
+            i = base + j
+            hot[j] = jit.where(pw.operator_power_core(1.0, e_comp[i], e_mem[i], b[5, j], b[6, j], t_memory[i], lk, ck,
+                                                      dd, a, bb, c, f, h) > tp, 1.0, 0.0)
+        for g in range(n_groups):
+            c0, c1, c2 = groups[g, 0], groups[g, 1], groups[g, 2]
+            i0, i1, i2 = base + c0, base + c1, base + c2
+            busy, clocked, e_c, e_m, t_m = fused_block_clock_inputs(
+                (b[0, c0], b[1, c0], b[7, c0], b[2, c0], b[3, c0], b[4, c0], b[5, c0], b[6, c0], e_comp[i0], e_mem[i0],
+                 t_memory[i0]),
+                (b[0, c1], b[1, c1], b[7, c1], b[2, c1], b[3, c1], b[4, c1], b[5, c1], b[6, c1], e_comp[i1], e_mem[i1],
+                 t_memory[i1]),
+                (b[0, c2], b[1, c2], b[7, c2], b[2, c2], b[3, c2], b[4, c2], b[5, c2], b[6, c2], e_comp[i2], e_mem[i2],
+                 t_memory[i2]), waves[i0])
+            hot[c0], hot[c1], hot[c2] = 0.0, 0.0, 0.0  # (the block's operating point is theirs)
+            hot[k + g] = jit.where(pw.operator_power_core(1.0, e_c, e_m, busy, clocked, t_m, lk, ck, dd, a, bb, c, f,
+                                                          h) > tp, 1.0, 0.0)
+            rates[0, k + g], rates[1, k + g], rates[2, k + g], rates[3, k + g] = pw.operator_power_rates(
+                e_c, e_m, busy, clocked, t_m)
+        for e in range(k + n_groups):
+            if hot[e] > 0.5:
+                if e < k:
+                    i = base + e
+                    vals[9, m], vals[10, m], vals[11, m], vals[12, m] = pw.operator_power_rates(
+                        e_comp[i], e_mem[i], b[5, e], b[6, e], t_memory[i])
+                    dest[0, m], dest[1, m], dest[2, m] = i, i, i
+                else:
+                    g = e - k
+                    vals[9, m], vals[10, m], vals[11, m], vals[12, m] = (rates[0, e], rates[1, e], rates[2, e],
+                                                                         rates[3, e])
+                    dest[0, m], dest[1, m], dest[2, m] = base + groups[g, 0], base + groups[g, 1], base + groups[g, 2]
+                vals[0, m], vals[1, m], vals[2, m], vals[3, m], vals[4, m] = tp, lk, ck, dd, a
+                vals[5, m], vals[6, m], vals[7, m], vals[8, m] = bb, c, f, h
+                lo[m], hi[m] = floor, 1.0
+                m += 1
+                if m == chunk:
+                    _settle(vals, lo, hi, dest, m, floor, steps, out)
+                    m = 0
+    _settle(vals, lo, hi, dest, m, floor, steps, out)
+    return out[:, :n]
+
+
 #: the per-point rows of :func:`_tail_kernel`: :data:`POINT_SUMS`, then these sums of the operators' times (x count)
 #: and 1 where an operator's memory traffic is slowed (memory_throttled)
 TAIL_SUMS = ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_roofline_s", "t_l2_s", "t_local_s",
@@ -2058,22 +2171,35 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     clk1 = fixed1 - leak1
     tot_padded = _sum(padded_flops, cnt)[:, None]
     peak_main = _sum(rate_flops, cnt)[:, None] / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
-    # the times at the design clock: the matrix unit's, the on-chip levels' (they run on the core clock: the L2
-    # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
-    # time), the units' busy time
-    t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = _block_kernel(
-        _busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads),
-        (ceff, vrate, xrate, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock), (ops.exps,))
     leak_run, clk_run = c.leak, c.clk
     if (c.pipe > 0.5).any():  # a pipeline runs each operator on one chip: that chip's TDP, leakage and clock power
         one = np.where(c.pipe > 0.5, c.nsys, 1.0)
         tdp, leak_run, clk_run = tdp / one, c.leak / one, c.clk / one
-    cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,
-                                               clk_run, law, MIN_CLOCK_RATIO)
-    if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three
-        cr, stretch = _attention_clock(ops, cr, stretch, E_compute_op, E_mem_op, (t_c1, t_vector, t_l2_1, t_loc_c1),
-                                       (t_m1, t_vector, t_l2_1, t_loc_1), busy1, clocked1, t_memory, group_waves,
-                                       tdp, leak_run, clk_run, law)
+    # the times at the design clock: the matrix unit's, the on-chip levels' (they run on the core clock: the L2
+    # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
+    # time), the units' busy time; the operating points from them
+    fused = _FUSED and len(ops.names) > 1 and not want_ops
+    busy_rates = (ceff, vrate, xrate, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock)
+    if fused:  # (point by point: _clock_kernel)
+        full = (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, E_compute_op, E_mem_op, t_memory,
+                group_waves)
+        per_point = busy_rates + (tdp, leak_run, clk_run, law.d, law.v_min, law.v_nom, law.v_th, law.v1,
+                                  law.scaling)
+        shape = _block_shape(full + per_point, (ops.exps,))
+        cr, stretch, t_vector, t_l2_1, t_loc_1 = (x.reshape(shape) for x in _clock_kernel(
+            tuple(_full(x, shape).reshape(-1) for x in full), tuple(_per_point(x, shape[0]) for x in per_point),
+            jit.points(ops.exps, shape[1]), _group_columns(ops), shape[1], float(MIN_CLOCK_RATIO),
+            pw.BISECTION_STEPS))
+    else:
+        t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = _block_kernel(
+            _busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads), busy_rates,
+            (ops.exps,))
+        cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,
+                                                   clk_run, law, MIN_CLOCK_RATIO)
+        if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three
+            cr, stretch = _attention_clock(ops, cr, stretch, E_compute_op, E_mem_op,
+                                           (t_c1, t_vector, t_l2_1, t_loc_c1), (t_m1, t_vector, t_l2_1, t_loc_1),
+                                           busy1, clocked1, t_memory, group_waves, tdp, leak_run, clk_run, law)
 
     # ---- dies of one package (seed 004 §4.5.1): the work of each operator is placed where it is fastest, in
     # place (each die on its own memory's share; the others gather its output over the die-to-die link) or
@@ -2090,7 +2216,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                     c.e_l2, s1)
     t_central = None
     d2d_bytes = t_d2d = central = np.zeros((1, 1))
-    if _FUSED_TAIL and len(ops.names) > 1 and not want_ops and not expert_load and not multi.any():
+    if fused and not expert_load and not multi.any():
         # the rest of the operators' quantities, point by point, summed as they are found (_tail_kernel: the same
         # rules as the passes below, without their (points x operators) arrays)
         full = (padded_flops, ops.flops, rate, cr, stretch, wave_eff, t_vector, t_l2_1, t_loc_1, t_memory,

@@ -278,6 +278,33 @@ def _row_numbers(x, p):
     return lambda x, p: x[min(p, x.shape[0] - 1)]
 
 
+@jit.rule(loops=True)
+def bisect_chunk(vals, lo, hi, m, floor, steps):
+    """The power ceiling's bisection of ``m`` entries at once: ``vals`` (13, >= m) their inputs (TDP, leakage, clock
+    power, d, V_min, V_nom, V_th, V1, scaling and :func:`operator_power_rates`' four), ``lo`` / ``hi`` their
+    brackets, ``floor`` and 1 on the way in; on the way out ``lo`` holds each entry's clock ratio and ``hi`` its
+    memory stretch (:func:`sustained_operating_point`). One branch-free pass per step (to 2^-steps of the range, the
+    lower end kept) over the entries, on the vector lanes, the buffers in the L1 cache through the steps."""
+    t, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6],
+                                               vals[7], vals[8])
+    cb, cm, mc, mm = vals[9], vals[10], vals[11], vals[12]
+    for _ in range(steps):
+        for z in range(m):
+            mid = (lo[z] + hi[z]) * 0.5
+            v = clock_voltage(mid, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
+            ok = operator_power_at(mid, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z],
+                                   vv1[z]) <= t[z]
+            lo[z] = mid if ok else lo[z]
+            hi[z] = hi[z] if ok else mid
+    for z in range(m):  # (the results in place of lo and hi, then laid out: a loop without scattered stores)
+        v = clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
+        p_floor = operator_power_at(floor, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z], vv1[z])
+        fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor, v, vnom[z])
+        over = p_floor > t[z]
+        st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
+        lo[z], hi[z] = jit.where(over, floor, lo[z]), jit.where(over, jit.maximum(st, 1.0), 1.0)
+
+
 @jit.kernel
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
                       scaling, rows, n_ops, floor, steps):
@@ -328,24 +355,7 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
                 _of(_row(e_comp, p), o), _of(_row(e_mem, p), o), _of(_row(t_busy, p), o), _of(_row(t_clocked, p), o),
                 _of(_row(t_memory, p), o))
             lo[z], hi[z] = floor, 1.0
-        t, lk, ck, dd, vmin, vnom, vth, vv1, sc = (vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6],
-                                                   vals[7], vals[8])
-        cb, cm, mc, mm = vals[9], vals[10], vals[11], vals[12]
-        for _ in range(steps):
-            for z in range(m):
-                mid = (lo[z] + hi[z]) * 0.5
-                v = clock_voltage(mid, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
-                ok = operator_power_at(mid, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z],
-                                       vv1[z]) <= t[z]
-                lo[z] = mid if ok else lo[z]
-                hi[z] = hi[z] if ok else mid
-        for z in range(m):  # (the results in place of lo and hi, then laid out: a loop without scattered stores)
-            v = clock_voltage(floor, dd[z], vmin[z], vnom[z], vth[z], vv1[z], sc[z])
-            p_floor = operator_power_at(floor, v, cb[z], cm[z], mc[z], mm[z], lk[z], ck[z], dd[z], vnom[z], vv1[z])
-            fixed_floor = fixed_power_core(lk[z], ck[z], dd[z], floor, v, vnom[z])
-            over = p_floor > t[z]
-            st = jit.where(t[z] > fixed_floor, (p_floor - fixed_floor) / (t[z] - fixed_floor), np.inf)
-            lo[z], hi[z] = jit.where(over, floor, lo[z]), jit.where(over, jit.maximum(st, 1.0), 1.0)
+        bisect_chunk(vals, lo, hi, m, floor, steps)
         for z in range(m):
             r_flat[at[c0 + z]], s_flat[at[c0 + z]] = lo[z], hi[z]
     return r_out, s_out
