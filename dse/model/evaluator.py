@@ -1705,9 +1705,10 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
     clock. ``x``: the flat inputs (padded FLOPs, rate, wave efficiency, vector FLOPs, L2 bytes, local-buffer reads,
     compute and memory energies, memory time, the fused blocks' waves); ``per_point``: the compute efficiency, the
     vector, exponential, L2 and local-buffer rates, the local buffer, TDP, leakage, clock power and the clock law
-    (d, V_min, V_nom, V_th, V1, scaling); ``exps`` per operator; ``groups`` the fused blocks' columns (blocks, 3). Its loops over a point's operators are apart, so that each runs on the vector lanes (a loop storing
-    the 13 results of the first two ran one operator at a time: 2.0 -> 0.94 ms for a decode step's block of 8,192
-    points x 16 operators; issue 20)."""
+    (d, V_min, V_nom, V_th, V1, scaling); ``exps`` per operator; ``groups`` the fused blocks' columns (blocks, 3).
+    Its loops over a point's operators are apart, so that each runs on the vector lanes (a loop storing the 13
+    results of the first two ran one operator at a time: 2.0 -> 0.94 ms for a decode step's block of 8,192 points
+    x 16 operators; issue 20)."""
     (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, e_comp, e_mem, t_memory, waves) = x
     (ceff, vector_rate, exp_rate, l2_rate, buf, local_rate, tdp, leak, clk, d, v_min, v_nom, v_th, v1,
      scaling) = per_point
