@@ -1719,7 +1719,7 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
     out = jit.staggered(5, n)
     b = jit.staggered(8, k)  # a point's busy_at_design_clock results
     hot = np.empty(k + n_groups)  # 1 where an operator (then a fused block) is over TDP at the design clock
-    rates = np.empty((5, k + n_groups))  # their operator_power_rates (and the first flat index of a block)
+    rates = np.empty((4, max(n_groups, 1)))  # the fused blocks' operator_power_rates
     chunk = pw.BISECTION_CHUNK
     vals, lo, hi = np.empty((13, chunk)), np.empty(chunk), np.empty(chunk)
     dest = np.empty((3, chunk), dtype=np.int64)  # the entries' operators (an operator's index three times)
@@ -1753,8 +1753,7 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
             hot[c0], hot[c1], hot[c2] = 0.0, 0.0, 0.0  # (the block's operating point is theirs)
             hot[k + g] = jit.where(pw.operator_power_core(1.0, e_c, e_m, busy, clocked, t_m, lk, ck, dd, a, bb, c, f,
                                                           h) > tp, 1.0, 0.0)
-            rates[0, k + g], rates[1, k + g], rates[2, k + g], rates[3, k + g] = pw.operator_power_rates(
-                e_c, e_m, busy, clocked, t_m)
+            rates[0, g], rates[1, g], rates[2, g], rates[3, g] = pw.operator_power_rates(e_c, e_m, busy, clocked, t_m)
         for e in range(k + n_groups):
             if hot[e] > 0.5:
                 if e < k:
@@ -1764,8 +1763,8 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
                     dest[0, m], dest[1, m], dest[2, m] = i, i, i
                 else:
                     g = e - k
-                    vals[9, m], vals[10, m], vals[11, m], vals[12, m] = (rates[0, e], rates[1, e], rates[2, e],
-                                                                         rates[3, e])
+                    vals[9, m], vals[10, m] = rates[0, g], rates[1, g]
+                    vals[11, m], vals[12, m] = rates[2, g], rates[3, g]
                     dest[0, m], dest[1, m], dest[2, m] = base + groups[g, 0], base + groups[g, 1], base + groups[g, 2]
                 vals[0, m], vals[1, m], vals[2, m], vals[3, m], vals[4, m] = tp, lk, ck, dd, a
                 vals[5, m], vals[6, m], vals[7, m], vals[8, m] = bb, c, f, h
@@ -1795,8 +1794,8 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
     stands for (_times_kernel, _energy_kernel, _attention_overlap_kernel, _group_power_kernel), so its numbers are
     theirs, the sums of the times within rounding (added one after another here, by _sums_kernel in an order of
     LLVM's). A point's operators are taken in loops without sums, which run on the vector lanes, then summed
-    (a decode step: ~2.3 ms a block of 8,192 points x 16 operators where those passes took ~3, and wrote and read
-    ~25 arrays of the block's size; issue 20). ``x``: the flat (points x operators) inputs (padded FLOPs, FLOPs,
+    (a decode step: ~2.2 ms a block of 8,192 points x 16 operators where those passes took ~2.6, and wrote and
+    read ~25 arrays of the block's size; issue 20). ``x``: the flat (points x operators) inputs (padded FLOPs, FLOPs,
     rate, clock ratio, memory stretch, wave efficiency, the vector, L2, local-buffer and memory times at the design
     clock, compute and memory energies, register, local and L2 bytes, compulsory memory time, the fused blocks'
     waves); ``per_point``: the compute efficiency, the clock law (d, V_min, V_nom, V_th, V1, scaling), leakage,
@@ -2215,7 +2214,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         grouped[list(cols)] = 1.0
     energy_point = (law.d, law.v_min, law.v_nom, law.v_th, law.v1, law.scaling, c.leak, c.clk, c.e_reg, c.e_loc,
                     c.e_l2, s1)
-    t_central = None
+    t_central = ops_out = None
     d2d_bytes = t_d2d = central = np.zeros((1, 1))
     if fused and not expert_load and not multi.any():
         # the rest of the operators' quantities, point by point, summed as they are found (_tail_kernel: the same
@@ -2231,7 +2230,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         time_sums = {k: point[k] for k in TAIL_SUMS[:-1]}
         peak_power = point["power_max"]
         throttled = point["memory_throttled"] > 0.5
-        ops_out = None
     else:
         # the resources' times at the sustained clock; independent resources overlap: the slowest sets the
         # operator's time (seed 004 §4.8.1)
@@ -2284,7 +2282,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             group_in = tuple(_full(x, op_shape) for x in (E_compute_op, E_mem_op, t_op, p_fixed_op))
             for cols in ops.attn_groups:
                 _group_power_kernel(peak_power, *group_in, *(int(c) for c in cols))
-        ops_out = None
         if want_ops:
             ops_out = dict(t_op=t_op, t_matrix=t_matrix, t_vector=t_vector, t_memory=t_memory,
                            bound=bound.astype(np.int64), t_l2=t_l2, t_local=t_local, bytes_l2=l2_bytes,
