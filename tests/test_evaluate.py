@@ -325,8 +325,10 @@ def test_given_tiles_equal_the_default_ones(decode_8k):
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
     merged = evaluate_arrays(chips, decode_8k)
+    given = evaluate_arrays(chips, decode_8k, tiles=tiles)  # (given tiles without a breakdown: the fused kernels)
     for key in a:
         np.testing.assert_allclose(merged[key], a[key], rtol=1e-14, atol=0.0, err_msg=key)
+        np.testing.assert_allclose(given[key], a[key], rtol=1e-14, atol=0.0, err_msg=key)
 
 
 def test_one_more_unit_never_slows_a_small_gemm():
