@@ -579,10 +579,13 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
     )
 
 
-def _package_results(chips, process, memory, spare_fraction, units_physical_, aspect, layout, tech):
+def _package_results(chips, process, memory, spare_fraction, units_physical_, aspect, layout, tech,
+                     kernel=None, results=None):
     """:data:`PACKAGE_RESULTS` of the points (name -> array) and ``inverse``: None, one value per point; else the
     results of each set of alike points (jit.distinct's first points) and each point's set; with the points' dies,
-    layouts and physical units (:func:`_setup`)."""
+    layouts and physical units (:func:`_setup`). ``kernel`` (default :func:`_package_kernel`) and ``results``, its
+    rows' names: a kernel of the same arguments that computes fewer results (:func:`_part_sums_kernel`)."""
+    kernel, results = (_package_kernel, PACKAGE_RESULTS) if kernel is None else (kernel, results)
     n = len(chips)
     procs, mems, dies, base, side, layouts, uphys = _setup(chips, process, memory, spare_fraction,
                                                            units_physical_, layout)
@@ -595,18 +598,24 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         fp = _memory(m, tech).footprint
         return np.nan if fp is None else pick(fp.width, fp.height)
 
-    def points(x):
+    def arg(x):  # (a figure every point shares as a number: the kernels read only the arrays of what varies)
+        if np.ndim(x) == 0 or same_at_every_point(np.asarray(x)):
+            return float(np.asarray(x, dtype=float).reshape(-1)[0])
         return jit.points(x, n)
+
+    def at(x, index):  # (an argument's values at the points ``index`` (a slice or an array), a number as it is)
+        return x[index] if type(x) is np.ndarray else x
 
     given = (side, chips.get("memory_side_cache.capacity", 0.0), _by_name(mems, lambda m: face(m, min), n),
              _by_name(mems, lambda m: face(m, max), n), aspect)
-    args = [tuple(points(x) for x in inputs), *(points(x) for x in given)]
+    args = [tuple(arg(x) for x in inputs), *(arg(x) for x in given)]
     fixed = (np.array([getattr(coef, name).value for _, name in TERMS]), float(pkg.die_to_stack_gap),
              float(pkg.interposer_margin), BASE_COVERAGE)
     setup = (dies, layouts, uphys)
 
     def rows(s, e):  # (the kernel's results of points s..e, one row each)
-        return _package_kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
+        return kernel(tuple(at(x, slice(s, e)) for x in args[0]), *(at(x, slice(s, e)) for x in args[1:]), *fixed,
+                      e - s)
 
     # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
     # power or the memory leaves the package as it is) computed once
@@ -617,14 +626,14 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
-        once = _package_kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
-        return {name: once[k, :first.size] for k, name in enumerate(PACKAGE_RESULTS)}, inverse, setup
+        once = kernel(tuple(at(x, first) for x in args[0]), *(at(x, first) for x in args[1:]), *fixed, first.size)
+        return {name: once[k, :first.size] for k, name in enumerate(results)}, inverse, setup
     if n <= _CHUNK_POINTS:
         out = rows(0, n)
-        return {name: out[k, :n] for k, name in enumerate(PACKAGE_RESULTS)}, None, setup
+        return {name: out[k, :n] for k, name in enumerate(results)}, None, setup
     # (in chunks: a (results, points) array over 32 MiB would come from fresh pages at every call)
     chunks = [(rows(s, min(n, s + _CHUNK_POINTS)), min(n, s + _CHUNK_POINTS) - s) for s in range(0, n, _CHUNK_POINTS)]
-    return {name: np.concatenate([out[k, :m] for out, m in chunks]) for k, name in enumerate(PACKAGE_RESULTS)}, None, \
+    return {name: np.concatenate([out[k, :m] for out, m in chunks]) for k, name in enumerate(results)}, None, \
         setup
 
 
@@ -671,21 +680,31 @@ def part_sets(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """:func:`part_sets` of :func:`package_area_for`'s package, without the package's other results laid over the
-    points (the evaluator's power model reads these sums only: 100,000 GEMM points, 2.8 -> 2.0 ms) (issue 20)."""
+    """:func:`part_sets` of :func:`package_area_for`'s package, its sums of parts alone (:func:`_part_sums_kernel`: the
+    evaluator's power model reads nothing else of it; 100,000 points of continuous L2 and local buffers, no two
+    alike: 5.2 ms for the package's kernel, 1.2 for the sums'; a GEMM of them 25.6 -> 21.7 ms) (issue 20)."""
     process, memory = process_and_memory(chips)
-    r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech)
-    return (*_part_sums(r), inverse)
+    r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech,
+                                     _part_sums_kernel, PART_SUMS)
+    return (*(r[k] for k in PART_SUMS), inverse)
 
 
 def _part_sums(parts: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    def total(names):
-        x = parts[names[0]]
-        for name in names[1:]:
-            x = x + parts[name]
-        return x
-    return total(LOGIC_PARTS), total(SRAM_PARTS), total(CLOCKED_PARTS)
+    p = tuple(parts[name] for name in PARTS)
+    return tuple(parts_total(p, at) for at in _PART_SUMS_AT)
 
+
+@jit.rule(loops=True)
+def parts_total(p, at):
+    """The sum of a die's parts ``p`` (:data:`PARTS`' order) at the indices ``at``, added in that order."""
+    x = p[at[0]]
+    for k in range(1, len(at)):
+        x = x + p[at[k]]
+    return x
+
+
+#: an argument's value at a point in kernels: the number itself, or the array's
+_of = jit.of_op
 
 #: jit.distinct's first points where every point is alike
 _FIRST_POINT = np.zeros(1, dtype=np.int64)
@@ -701,6 +720,12 @@ PARTS = ("matrix", "vector", "control", "graphics", "register_file", "local", "s
 #: :func:`_package_kernel`'s results, one row each
 PACKAGE_RESULTS = PARTS + ("die", "hbm_stacks", "long", "short", "base_area", "shoreline", "interposer",
                            "total_silicon")
+
+#: the power model's sums of a die's parts (:func:`part_sums`): logic, SRAM, clocked logic; and the indices in
+#: :data:`PARTS` of the parts each adds, in order
+PART_SUMS = ("logic", "sram", "clocked")
+_PART_SUMS_AT = tuple(tuple(PARTS.index(name) for name in names) for names in (LOGIC_PARTS, SRAM_PARTS,
+                                                                                   CLOCKED_PARTS))
 
 
 @jit.rule
@@ -756,23 +781,47 @@ def package_outline(die, msc, dies, base, side, stacks, aspect, w_face, depth, g
     return long, short, base_area, shore, interposer, dies * die + base_area
 
 
+@jit.rule
+def _die_of(t, i, msc_capacity, coef):
+    """Point i's :func:`die_terms` and :func:`die_parts` from the kernels' inputs (``t``: :func:`_term_inputs`' in its
+    order), each an array of the points or one number for every point (jit.of_op)."""
+    q = die_terms(_of(t[0], i), _of(t[1], i), _of(t[2], i), _of(t[3], i), _of(t[4], i), _of(t[5], i), _of(t[6], i),
+                  _of(t[7], i), _of(t[8], i), _of(t[9], i), _of(t[10], i), _of(t[11], i), _of(t[12], i), _of(t[13], i),
+                  _of(t[14], i), _of(t[15], i), _of(t[16], i), _of(t[17], i), _of(t[18], i), _of(t[19], i),
+                  _of(t[20], i), _of(t[21], i), _of(t[22], i), _of(t[23], i), _of(t[24], i), _of(t[25], i),
+                  _of(t[26], i), _of(t[27], i))
+    return q, die_parts(q, coef, q[11], q[12], _of(msc_capacity, i), _of(t[3], i), _of(t[13], i), _of(t[17], i))
+
+
 @jit.kernel
-def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage):
-    """:data:`PACKAGE_RESULTS` of every point, one row each: :func:`die_terms` of the inputs ``t`` (a tuple of
-    arrays, :func:`_term_inputs`' order), :func:`die_parts`, :func:`package_outline`."""
-    n = side.size
+def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage, n):
+    """:data:`PACKAGE_RESULTS` of ``n`` points, one row each: :func:`die_terms` of the inputs ``t`` (a tuple,
+    :func:`_term_inputs`' order), :func:`die_parts`, :func:`package_outline`. Each input an array of the points or
+    one number for every point (jit.of_op): the loop loads only what varies (no two points alike, 100,000 points of
+    continuous L2 and local buffers: 5.2 -> 4.3 ms) (issue 20)."""
     out = jit.staggered(len(PACKAGE_RESULTS), n)
     for i in range(n):
-        q = die_terms(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], t[6][i], t[7][i], t[8][i], t[9][i],
-                      t[10][i], t[11][i], t[12][i], t[13][i], t[14][i], t[15][i], t[16][i], t[17][i], t[18][i],
-                      t[19][i], t[20][i], t[21][i], t[22][i], t[23][i], t[24][i], t[25][i], t[26][i], t[27][i])
-        p = die_parts(q, coef, q[11], q[12], msc_capacity[i], t[3][i], t[13][i], t[17][i])
-        g = package_outline(p[14], p[15], t[13][i], t[17][i], side[i], q[13], aspect[i], w_face[i], depth[i], gap,
-                            margin, coverage)
+        q, p = _die_of(t, i, msc_capacity, coef)
+        g = package_outline(p[14], p[15], _of(t[13], i), _of(t[17], i), _of(side, i), q[13], _of(aspect, i),
+                            _of(w_face, i), _of(depth, i), gap, margin, coverage)
         out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i] = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
         out[7, i], out[8, i], out[9, i], out[10, i], out[11, i], out[12, i], out[13, i] = p[7], p[8], p[9], p[10], p[11], p[12], p[13]
         out[14, i], out[15, i] = p[14], q[13]
         out[16, i], out[17, i], out[18, i], out[19, i], out[20, i], out[21, i] = g[0], g[1], g[2], g[3], g[4], g[5]
+    return out
+
+
+@jit.kernel
+def _part_sums_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage, n):
+    """:func:`_package_kernel`'s die parts summed as :func:`part_sums` sums them (:data:`PART_SUMS`, one row each),
+    nothing else: the power model's figures without the outline, the shoreline and the interposer (a loop storing
+    22 results ran one point at a time) (issue 20)."""
+    out = jit.staggered(len(PART_SUMS), n)
+    for i in range(n):
+        q, p = _die_of(t, i, msc_capacity, coef)
+        out[0, i] = parts_total(p, _PART_SUMS_AT[0])
+        out[1, i] = parts_total(p, _PART_SUMS_AT[1])
+        out[2, i] = parts_total(p, _PART_SUMS_AT[2])
     return out
 
 

@@ -474,6 +474,37 @@ def test_alike_points_computed_once_match_each_point_alone(base):
     assert a.alike is not None and len(a.parts) == len(area.PARTS)
 
 
+@pytest.mark.parametrize("base,alike", [("h100-sxm", True), ("h100-sxm", False), ("mi355x", False),
+                                        ("groq-tsp", False), ("tpu-v1", True)])
+def test_part_sets_for_equals_the_packages_parts_summed(base, alike):
+    """The evaluator's power model reads the package's sums of parts from part_sets_for, whose kernel computes the
+    sums alone (no outline, shoreline, interposer): each must be, to the bit, the package's own parts (package_area)
+    added in the order of area.LOGIC_PARTS, SRAM_PARTS and CLOCKED_PARTS, which say which parts leak as logic,
+    leak as SRAM and take the clock. Points alike (few values) and all apart (continuous L2, local buffers, memory-
+    side caches; HBM, SRAM main memory, a systolic chip)."""
+    rng = np.random.default_rng(11)
+    n = 300
+    if alike:
+        over = {"units": rng.choice([8.0, 64.0, 200.0], n), "l2": rng.choice([2.5e7, 1e8], n),
+                "clock": rng.uniform(1e9, 2e9, n)}
+    else:
+        over = {"units": rng.integers(1, 300, n).astype(float), "l2": rng.uniform(1e6, 2e8, n),
+                "local_buffer": rng.uniform(1e4, 2e6, n), "dies": rng.choice([1.0, 2.0, 4.0], n)}
+        if base == "mi355x":
+            over["memory_side_cache.capacity"] = rng.uniform(0.0, 5e8, n)
+    chips = Chips.from_base(load_chip(base), n, over)
+    *sums, inverse = area.part_sets_for(chips)
+    assert (inverse is not None) == alike
+    pa = area.package_area_for(chips)
+    for names, got in zip((area.LOGIC_PARTS, area.SRAM_PARTS, area.CLOCKED_PARTS), sums):
+        want = np.asarray(pa.parts[names[0]], dtype=float)
+        for name in names[1:]:
+            want = want + np.asarray(pa.parts[name], dtype=float)
+        got = got if inverse is None else got[inverse]
+        assert np.array_equal(got, np.broadcast_to(want, (n,)), equal_nan=True), names
+        assert np.all(got > 0), names
+
+
 def test_matrix_area_is_the_max_over_formats():
     base = load_chip("h100-sxm")
     fp4 = "matrix.flops_per_cycle.mxfp4"
