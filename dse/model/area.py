@@ -682,7 +682,7 @@ def part_sets(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`part_sets` of :func:`package_area_for`'s package, its sums of parts alone (:func:`_part_sums_kernel`: the
     evaluator's power model reads nothing else of it; 100,000 points of continuous L2 and local buffers, no two
-    alike: 5.2 ms for the package's kernel, 1.2 for the sums'; a GEMM of them 25.6 -> 21.7 ms) (issue 20)."""
+    alike: 4.3 ms for the package's kernel, 1.2 for the sums'; a GEMM of them 25.6 -> 21.7 ms) (issue 20)."""
     process, memory = process_and_memory(chips)
     r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech,
                                      _part_sums_kernel, PART_SUMS)
