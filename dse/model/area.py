@@ -599,8 +599,10 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         return np.nan if fp is None else pick(fp.width, fp.height)
 
     def arg(x):  # (a figure every point shares as a number: the kernels read only the arrays of what varies)
-        if np.ndim(x) == 0 or same_at_every_point(np.asarray(x)):
-            return float(np.asarray(x, dtype=float).reshape(-1)[0])
+        if type(x) is not np.ndarray:
+            x = np.asarray(x, dtype=float)
+        if x.ndim == 0 or same_at_every_point(x):
+            return float(x.item(0))
         return jit.points(x, n)
 
     def at(x, index):  # (an argument's values at the points ``index`` (a slice or an array), a number as it is)
