@@ -599,11 +599,7 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         return np.nan if fp is None else pick(fp.width, fp.height)
 
     def arg(x):  # (a figure every point shares as a number: the kernels read only the arrays of what varies)
-        if type(x) is not np.ndarray:
-            x = np.asarray(x, dtype=float)
-        if x.ndim == 0 or same_at_every_point(x):
-            return float(x.item(0))
-        return jit.points(x, n)
+        return jit.number_or_points(x, n)
 
     def at(x, index):  # (an argument's values at the points ``index`` (a slice or an array), a number as it is)
         return x[index] if type(x) is np.ndarray else x

@@ -817,8 +817,7 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     n = chips.n
 
     def arg(x):  # (a figure every point shares as one number: the kernels' loops then read only what varies)
-        x = np.asarray(x, dtype=float)
-        return x.reshape(-1)[0] if x.size == 1 or same_at_every_point(x) else jit.points(x, n)
+        return jit.number_or_points(x, n)
     per_point = tuple(arg(chips.compact(k, d)) for k, d in (
         ("dies", 1.0), ("tech.leak_logic", 0.0), ("tech.leak_sram", 0.0), ("power.static", np.nan),
         ("power.rated_clock", np.nan), ("clock", 0.0), ("tech.clock_energy", 0.0), ("power.clock", np.nan),

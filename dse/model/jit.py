@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers",
-           "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "filled", "distinct",
+           "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "number_or_points",
+           "filled", "distinct",
            "laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
@@ -362,6 +363,18 @@ def points(x, n: int) -> np.ndarray:
     a = a.view()
     a.flags.writeable = False
     return a
+
+
+def number_or_points(x, n: int):
+    """``x`` as a kernel's argument of ``n`` points read with :func:`of_op`: one number where every point has the
+    same value (a number, an array of one value, or one value laid over the points with a stride of 0, as
+    dse.hardware.chips holds a figure no point changes), so that the kernel's loop loads only what varies and keeps
+    the number in a register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.)"""
+    if type(x) is not np.ndarray:
+        x = np.asarray(x, dtype=float)
+    if x.ndim == 0 or x.size == 1 or x.strides[0] == 0:
+        return float(x.item(0))
+    return points(x, n)
 
 
 #: arrays of one value, or one row, over the points, shared (:func:`filled`): (the value's bytes, its shape, the
