@@ -164,6 +164,26 @@ def test_points_are_read_only_views_or_filled():
         assert other.flags.writeable
 
 
+def test_number_or_points_gives_a_shared_figure_as_a_number():
+    """jit.number_or_points: a figure every point has (a number, one value, one value laid over the points with a
+    stride of 0, a (1, 1) column) as a Python float (an integer's too), its bits kept (-0.0, NaN); anything that
+    varies as jit.points lays it out (read-only, its values)."""
+    for x in (2.5, np.float64(2.5), np.array(2.5), np.array([2.5]), np.array([[2.5]]),
+              np.broadcast_to(np.array(2.5), (7,)), np.broadcast_to(np.array([[2.5]]), (7, 1))):
+        got = jit.number_or_points(x, 7)
+        assert type(got) is float and got == 2.5, x
+    assert np.signbit(jit.number_or_points(np.broadcast_to(np.array(-0.0), (3,)), 3))
+    assert np.isnan(jit.number_or_points(np.array([np.nan]), 3))
+    assert type(jit.number_or_points(np.array([3]), 3)) is float  # (an integer figure a float: one signature)
+    a = np.array([1.0, 2.0, 2.0])
+    got = jit.number_or_points(a, 3)
+    assert isinstance(got, np.ndarray) and got.tolist() == [1.0, 2.0, 2.0] and not got.flags.writeable
+    col = jit.number_or_points(np.array([[1.0], [3.0]]), 2)
+    assert isinstance(col, np.ndarray) and col.tolist() == [1.0, 3.0]
+    with pytest.raises(ValueError):
+        jit.number_or_points(np.arange(3.0), 5)
+
+
 def test_nan_to_num_gives_numpys_values_and_skips_the_copy_where_all_are_finite():
     """dse.model.args.nan_to_num: numpy's np.nan_to_num values (NaN -> the given number, +-inf -> the largest finite
     float, -0.0 kept), the array itself where every value is finite."""
