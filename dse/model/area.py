@@ -598,22 +598,18 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         fp = _memory(m, tech).footprint
         return np.nan if fp is None else pick(fp.width, fp.height)
 
-    def arg(x):  # (a figure every point shares as a number: the kernels read only the arrays of what varies)
-        return jit.number_or_points(x, n)
-
-    def at(x, index):  # (an argument's values at the points ``index`` (a slice or an array), a number as it is)
-        return x[index] if type(x) is np.ndarray else x
+    def points(x):
+        return jit.points(x, n)
 
     given = (side, chips.get("memory_side_cache.capacity", 0.0), _by_name(mems, lambda m: face(m, min), n),
              _by_name(mems, lambda m: face(m, max), n), aspect)
-    args = [tuple(arg(x) for x in inputs), *(arg(x) for x in given)]
+    args = [tuple(points(x) for x in inputs), *(points(x) for x in given)]
     fixed = (np.array([getattr(coef, name).value for _, name in TERMS]), float(pkg.die_to_stack_gap),
              float(pkg.interposer_margin), BASE_COVERAGE)
     setup = (dies, layouts, uphys)
 
     def rows(s, e):  # (the kernel's results of points s..e, one row each)
-        return kernel(tuple(at(x, slice(s, e)) for x in args[0]), *(at(x, slice(s, e)) for x in args[1:]), *fixed,
-                      e - s)
+        return kernel(tuple(x[s:e] for x in args[0]), *(x[s:e] for x in args[1:]), *fixed)
 
     # the points whose inputs are alike (jit.distinct over the inputs some point changes: a sweep of the clock, the
     # power or the memory leaves the package as it is) computed once
@@ -624,7 +620,7 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
-        once = kernel(tuple(at(x, first) for x in args[0]), *(at(x, first) for x in args[1:]), *fixed, first.size)
+        once = kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
         return {name: once[k, :first.size] for k, name in enumerate(results)}, inverse, setup
     if n <= _CHUNK_POINTS:
         out = rows(0, n)
@@ -680,7 +676,7 @@ def part_sets(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`part_sets` of :func:`package_area_for`'s package, its sums of parts alone (:func:`_part_sums_kernel`: the
     evaluator's power model reads nothing else of it; 100,000 points of continuous L2 and local buffers, no two
-    alike: 4.3 ms for the package's kernel, 1.2 for the sums'; a GEMM of them 25.6 -> 21.7 ms) (issue 20)."""
+    alike: 5.2 ms for the package's kernel, 2.0 for the sums'; a GEMM of them ~25.6 -> ~22.5 ms) (issue 20)."""
     process, memory = process_and_memory(chips)
     r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech,
                                      _part_sums_kernel, PART_SUMS)
@@ -700,9 +696,6 @@ def parts_total(p, at):
         x = x + p[at[k]]
     return x
 
-
-#: an argument's value at a point in kernels: the number itself, or the array's
-_of = jit.of_op
 
 #: jit.distinct's first points where every point is alike
 _FIRST_POINT = np.zeros(1, dtype=np.int64)
@@ -781,27 +774,28 @@ def package_outline(die, msc, dies, base, side, stacks, aspect, w_face, depth, g
 
 @jit.rule
 def _die_of(t, i, msc_capacity, coef):
-    """Point i's :func:`die_terms` and :func:`die_parts` from the kernels' inputs (``t``: :func:`_term_inputs`' in its
-    order), each an array of the points or one number for every point (jit.of_op)."""
-    q = die_terms(_of(t[0], i), _of(t[1], i), _of(t[2], i), _of(t[3], i), _of(t[4], i), _of(t[5], i), _of(t[6], i),
-                  _of(t[7], i), _of(t[8], i), _of(t[9], i), _of(t[10], i), _of(t[11], i), _of(t[12], i), _of(t[13], i),
-                  _of(t[14], i), _of(t[15], i), _of(t[16], i), _of(t[17], i), _of(t[18], i), _of(t[19], i),
-                  _of(t[20], i), _of(t[21], i), _of(t[22], i), _of(t[23], i), _of(t[24], i), _of(t[25], i),
-                  _of(t[26], i), _of(t[27], i))
-    return q, die_parts(q, coef, q[11], q[12], _of(msc_capacity, i), _of(t[3], i), _of(t[13], i), _of(t[17], i))
+    """Point i's :func:`die_terms` and :func:`die_parts` from the kernels' inputs (``t``: :func:`_term_inputs`' arrays,
+    in its order)."""
+    q = die_terms(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], t[6][i],
+                  t[7][i], t[8][i], t[9][i], t[10][i], t[11][i], t[12][i], t[13][i],
+                  t[14][i], t[15][i], t[16][i], t[17][i], t[18][i], t[19][i],
+                  t[20][i], t[21][i], t[22][i], t[23][i], t[24][i], t[25][i],
+                  t[26][i], t[27][i])
+    return q, die_parts(q, coef, q[11], q[12], msc_capacity[i], t[3][i], t[13][i], t[17][i])
 
 
 @jit.kernel
-def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage, n):
-    """:data:`PACKAGE_RESULTS` of ``n`` points, one row each: :func:`die_terms` of the inputs ``t`` (a tuple,
-    :func:`_term_inputs`' order), :func:`die_parts`, :func:`package_outline`. Each input an array of the points or
-    one number for every point (jit.of_op): the loop loads only what varies (no two points alike, 100,000 points of
-    continuous L2 and local buffers: 5.2 -> 4.3 ms) (issue 20)."""
+def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage):
+    """:data:`PACKAGE_RESULTS` of every point, one row each: :func:`die_terms` of the inputs ``t`` (a tuple of
+    arrays, :func:`_term_inputs`' order), :func:`die_parts`, :func:`package_outline`. (Its inputs every point shares
+    as numbers, jit.of_op, took 5.2 -> 4.3 ms for 100,000 points of continuous L2 and local buffers, but compiled a
+    signature per pattern of shared and varying figures: 43 in the test suite; not kept, issue 20.)"""
+    n = side.size
     out = jit.staggered(len(PACKAGE_RESULTS), n)
     for i in range(n):
         q, p = _die_of(t, i, msc_capacity, coef)
-        g = package_outline(p[14], p[15], _of(t[13], i), _of(t[17], i), _of(side, i), q[13], _of(aspect, i),
-                            _of(w_face, i), _of(depth, i), gap, margin, coverage)
+        g = package_outline(p[14], p[15], t[13][i], t[17][i], side[i], q[13], aspect[i],
+                            w_face[i], depth[i], gap, margin, coverage)
         out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i] = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
         out[7, i], out[8, i], out[9, i], out[10, i], out[11, i], out[12, i], out[13, i] = p[7], p[8], p[9], p[10], p[11], p[12], p[13]
         out[14, i], out[15, i] = p[14], q[13]
@@ -810,10 +804,11 @@ def _package_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, mar
 
 
 @jit.kernel
-def _part_sums_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage, n):
+def _part_sums_kernel(t, side, msc_capacity, w_face, depth, aspect, coef, gap, margin, coverage):
     """:func:`_package_kernel`'s die parts summed as :func:`part_sums` sums them (:data:`PART_SUMS`, one row each),
     nothing else: the power model's figures without the outline, the shoreline and the interposer (a loop storing
     22 results ran one point at a time) (issue 20)."""
+    n = side.size
     out = jit.staggered(len(PART_SUMS), n)
     for i in range(n):
         q, p = _die_of(t, i, msc_capacity, coef)
