@@ -580,12 +580,11 @@ def package_area(chips, *, process=None, memory=None, spare_fraction=DEFAULT_SPA
 
 
 def _package_results(chips, process, memory, spare_fraction, units_physical_, aspect, layout, tech,
-                     kernel=None, results=None):
+                     sums_only: bool = False):
     """:data:`PACKAGE_RESULTS` of the points (name -> array) and ``inverse``: None, one value per point; else the
     results of each set of alike points (jit.distinct's first points) and each point's set; with the points' dies,
-    layouts and physical units (:func:`_setup`). ``kernel`` (default :func:`_package_kernel`) and ``results``, its
-    rows' names: a kernel of the same arguments that computes fewer results (:func:`_part_sums_kernel`)."""
-    kernel, results = (_package_kernel, PACKAGE_RESULTS) if kernel is None else (kernel, results)
+    layouts and physical units (:func:`_setup`). ``sums_only``: :data:`PART_SUMS` alone (:func:`_part_sums_kernel`)."""
+    kernel, results = (_part_sums_kernel, PART_SUMS) if sums_only else (_package_kernel, PACKAGE_RESULTS)
     n = len(chips)
     procs, mems, dies, base, side, layouts, uphys = _setup(chips, process, memory, spare_fraction,
                                                            units_physical_, layout)
@@ -679,7 +678,7 @@ def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     alike: 5.2 ms for the package's kernel, 2.0 for the sums'; a GEMM of them ~25.6 -> ~22.5 ms) (issue 20)."""
     process, memory = process_and_memory(chips)
     r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech,
-                                     _part_sums_kernel, PART_SUMS)
+                                     sums_only=True)
     return (*(r[k] for k in PART_SUMS), inverse)
 
 
@@ -776,11 +775,9 @@ def package_outline(die, msc, dies, base, side, stacks, aspect, w_face, depth, g
 def _die_of(t, i, msc_capacity, coef):
     """Point i's :func:`die_terms` and :func:`die_parts` from the kernels' inputs (``t``: :func:`_term_inputs`' arrays,
     in its order)."""
-    q = die_terms(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], t[6][i],
-                  t[7][i], t[8][i], t[9][i], t[10][i], t[11][i], t[12][i], t[13][i],
-                  t[14][i], t[15][i], t[16][i], t[17][i], t[18][i], t[19][i],
-                  t[20][i], t[21][i], t[22][i], t[23][i], t[24][i], t[25][i],
-                  t[26][i], t[27][i])
+    q = die_terms(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], t[6][i], t[7][i], t[8][i], t[9][i], t[10][i],
+                  t[11][i], t[12][i], t[13][i], t[14][i], t[15][i], t[16][i], t[17][i], t[18][i], t[19][i], t[20][i],
+                  t[21][i], t[22][i], t[23][i], t[24][i], t[25][i], t[26][i], t[27][i])
     return q, die_parts(q, coef, q[11], q[12], msc_capacity[i], t[3][i], t[13][i], t[17][i])
 
 
