@@ -802,9 +802,11 @@ class ChipColumns:
                            one(self.rom_bw), one(self.rom_e), cut(self.dq or {}), cut(self.rbf or {}))
 
 
-def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
+def power_inputs(chips: Chips, package=None, most: bool = True) -> dict[str, np.ndarray]:
     """Per chip (N,): the voltage law, leakage and clock power at V_nom, and the TDP (the model's estimate where
     the chip publishes none; ``tdp_estimated``). ``package``: the points' PackageArea (computed when None).
+    ``most``: False leaves ``most`` out where every point publishes its TDP (the evaluator reads it as the estimate
+    alone: the formats' peak powers are then not computed, ~5% of a GEMM's evaluation at N = 1; issue 20).
 
     leak = the chip's ``power.static``, else logic and SRAM area x the node's leakage densities (per die x dies)
     clk  = the chip's ``power.clock``, else unit-logic area (matrix + unit logic) x clock energy x rated clock
@@ -840,8 +842,26 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
     v_law = tuple(with_leak(x) for x in per_point[8:])
     tdp = chips.compact("tdp", np.inf)
     estimated = ~np.isfinite(tdp)
-    # the most compute power: the costliest format at the peak rate (format_power)
-    peak = np.zeros(n)
+    # the most the chip can draw at its design clock: only where some TDP is its estimate, unless asked for
+    most_w = _most_power(chips, fixed1, s1, arg) if most or estimated.any() else None
+    if estimated.any():
+        tdp = np.where(estimated, most_w, tdp)
+    tdp, limit, estimated = (over_points(x, n) for x in (tdp, np.where(estimated, np.inf, tdp), estimated))
+    # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
+    # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
+    # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
+    out = {"leak": leak, "clk": clk, "rated": rated, "d": d, "v1": v1, "v_min": v_law[0], "v_nom": v_law[1],
+           "v_th": v_law[2], "tdp": tdp, "tdp_limit": limit, "tdp_est": estimated, "fixed1": fixed1}
+    if most_w is not None:
+        out["most"] = most_w
+    return {k: over_points(v, n) for k, v in out.items()}
+
+
+def _most_power(chips: Chips, fixed1, s1, arg):
+    """:func:`power_inputs`' ``most``: leakage and clock power at the design clock (``fixed1``), the costliest
+    format at the peak rate (:func:`format_power`) and the memory at full bandwidth (``arg``: power_inputs' layout
+    of a kernel's argument)."""
+    peak = np.zeros(chips.n)
     per_point = tuple(arg(x) for x in (chips["dies"], chips["units"], chips["clock"], s1))
     im, inn, ik, e_reg, systolic = (arg(chips.get(k, d)) for k, d in (
         ("matrix.instruction.m", 16), ("matrix.instruction.n", 16), ("matrix.instruction.k", 16),
@@ -852,16 +872,7 @@ def power_inputs(chips: Chips, package=None) -> dict[str, np.ndarray]:
                                   e_reg)
             _peak_power_kernel(peak, arg(chips.flops_per_cycle(fmt)), arg(e_fmt), *per_point)
     p_mem_max = chips.memory_bandwidth * chips.compact("energy.memory", 0.0)
-    most = fixed1 + peak + p_mem_max  # the most the chip can draw at its design clock
-    if estimated.any():
-        tdp = np.where(estimated, most, tdp)
-    tdp, limit, estimated = (over_points(x, n) for x in (tdp, np.where(estimated, np.inf, tdp), estimated))
-    # (fixed1: leakage and clock at the design clock, what the throttle budgets for: an upper bound of both at
-    # any lower clock, and the same for every operator, so the CP-SAT tile model's power budget is a constant)
-    # the estimate is reported, not imposed: it is the most the chip can draw, so it never throttles
-    out = {"leak": leak, "clk": clk, "rated": rated, "d": d, "v1": v1, "v_min": v_law[0], "v_nom": v_law[1],
-           "v_th": v_law[2], "tdp": tdp, "tdp_limit": limit, "tdp_est": estimated, "fixed1": fixed1, "most": most}
-    return {k: over_points(v, n) for k, v in out.items()}
+    return fixed1 + peak + p_mem_max
 
 
 @jit.kernel
@@ -935,7 +946,7 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
             a = chips[key] if default is None else chips.compact(key, default)
         a = np.asarray(a, dtype=float)
         cols[name] = _column(nan_to_num(a) if name in _ZERO_IF_ABSENT else a)
-    for name, a in power_inputs(chips, package).items():
+    for name, a in power_inputs(chips, package, most=False).items():
         cols[name] = _column(np.asarray(a, dtype=float))
     cols["psum"] = _column(_psum_capacity(chips))
     if np.any(cols["nsys"] != 1):  # (the topology matters to systems of chips only)

@@ -424,6 +424,32 @@ def test_power_inputs_of_many_points_are_each_points_own():
         assert np.isnan(law).all() if base == "mi355x" else np.isfinite(law).all()
 
 
+def test_power_inputs_without_most_are_the_same_figures():
+    """power_inputs(most=False), as the evaluator calls it, gives every figure of power_inputs(most=True) to the bit
+    and leaves ``most`` (the formats' peak powers, the TDP's estimate) out where every point publishes its TDP; where
+    some point does not (Trainium2 publishes none, dse/data/chips), its TDP is still the estimate: ``most``."""
+    from dse.hardware import Chips, load_chip
+    from tests.test_evaluate_fast import workload
+    rng = np.random.default_rng(RNG_SEED + 23)
+    n = 40
+    for base, tdp in (("h100-sxm", rng.uniform(300.0, 900.0, n)), ("trainium2", None),
+                      ("h100-sxm", rng.choice([np.nan, 700.0], n))):
+        over = {"units": rng.choice([66.0, 132.0], n), "clock": rng.uniform(1e9, 2e9, n)}
+        if tdp is not None:
+            over["tdp"] = tdp
+        chips = Chips.from_base(load_chip(base), n, over)
+        full, lean = ev.power_inputs(chips), ev.power_inputs(chips, most=False)
+        estimated = np.broadcast_to(full["tdp_est"], n) > 0.5
+        assert set(full) - set(lean) == (set() if estimated.any() else {"most"}) and set(lean) <= set(full)
+        for k, v in lean.items():
+            _same_bits(np.broadcast_to(full[k], n), np.broadcast_to(v, n))
+        if estimated.any():
+            _same_bits(np.broadcast_to(lean["tdp"], n)[estimated], np.broadcast_to(full["most"], n)[estimated])
+        assert estimated.any() == (tdp is None or bool(np.isnan(tdp).any()))
+        # (the evaluator's TDP: the published one, else the estimate)
+        _same_bits(np.broadcast_to(full["tdp"], n), np.asarray(ev.evaluate_arrays(chips, workload("gemm"))["tdp"]))
+
+
 def test_group_power_kernel_is_the_fused_blocks_power():
     """The highest power of a fused attention block (its three operators' energies over their summed time, at each
     one's fixed power), raised into the other operators' highest: to the bit what numpy gives on the block's
