@@ -805,8 +805,9 @@ class ChipColumns:
 def power_inputs(chips: Chips, package=None, most: bool = True) -> dict[str, np.ndarray]:
     """Per chip (N,): the voltage law, leakage and clock power at V_nom, and the TDP (the model's estimate where
     the chip publishes none; ``tdp_estimated``). ``package``: the points' PackageArea (computed when None).
-    ``most``: False leaves ``most`` out where every point publishes its TDP (the evaluator reads it as the estimate
-    alone: the formats' peak powers are then not computed, ~5% of a GEMM's evaluation at N = 1; issue 20).
+    ``most``: False leaves ``most`` out where every point publishes its TDP (the evaluator and the CP-SAT models
+    read it as the TDP's estimate alone: the formats' peak powers are then not computed, ~10% of a GEMM's
+    evaluation at N = 1; issue 20).
 
     leak = the chip's ``power.static``, else logic and SRAM area x the node's leakage densities (per die x dies)
     clk  = the chip's ``power.clock``, else unit-logic area (matrix + unit logic) x clock energy x rated clock

@@ -267,7 +267,7 @@ def split_data(base, workloads, space: DesignSpace | None = None, *, tdp: float 
     ublf = _chips(base, grid_u.size, {"units": grid_u, "local_buffer": grid_b, "l2": grid_l, "clock": grid_f})
     # leakage and clock power at the design clock (dse.model.power) per (u, b, l, f): they grow with the units,
     # the SRAM and the clock (at the base chip's stacks: a stack's PHY leaks a few watts at most)
-    static = power_inputs(ublf)["fixed1"].reshape(nu, nb, nl, nf)
+    static = power_inputs(ublf, most=False)["fixed1"].reshape(nu, nb, nl, nf)
     u0, f0 = float(ref.total_units[0]), g("clock")
     total_weight = sum(a for _, a in mix)
     # the roofline is at the peak clock (the TDP is a limit of the model, not a throttle): padded FLOPs and

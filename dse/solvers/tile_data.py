@@ -325,7 +325,7 @@ def tile_data(op: Op, chip) -> TileData:
                                          g("memory_system.latency")))
     # power ceiling (seed 004 §4.1.3), per operator: TDP - the fixed power (leakage and clock) is shared by compute
     # and memory; the evaluator's own chip power inputs (dse.model.evaluator.power_inputs) and voltage law
-    pin = power_inputs(chips)
+    pin = power_inputs(chips, most=False)
     tdp = float(pin["tdp_limit"][0])
     p_budget = tdp - float(pin["fixed1"][0]) if math.isfinite(tdp) else math.inf
     law = power.ClockLaw(float(pin["d"][0]), float(pin["v_min"][0]), float(pin["v_nom"][0]), float(pin["v_th"][0]),
