@@ -32,7 +32,7 @@ import pandas as pd
 
 from dse.hardware import Chips
 from dse.model import area as area_mod, cost as cost_mod
-from dse.model.evaluator import BOUND_NAMES, OperatorBreakdown, WorkloadMetrics, evaluate_workload
+from dse.model.evaluator import BOUND_NAMES, OperatorBreakdown, WorkloadMetrics, chip_values, evaluate_workload
 
 __all__ = ["DesignMetrics", "evaluate_design", "evaluate", "WORST", "BOUND_NAMES"]
 
@@ -131,13 +131,14 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
         raise ValueError("evaluate_design: no workloads")
     total_w = sum(w for _, w in pairs)
     pa = area_mod.package_area_for(chips)  # once: the power model's leakage and the package columns use it
+    values = chip_values(chips, pa)  # once too: the chip's inputs every workload's evaluation reads
     per = []
     if tiles is not None and tiles_for is not None:
         raise ValueError("evaluate_design: give tiles or tiles_for, not both")
     for wl, w in pairs:
         wm = evaluate_workload(chips, wl, tiles=tiles if tiles_for is None else tiles_for(chips, wl), breakdown=breakdown, fused_attention=fused_attention,
                                weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
-                               rom_energy_per_byte=rom_energy_per_byte, package=pa)
+                               rom_energy_per_byte=rom_energy_per_byte, package=pa, chip_columns=values)
         per.append((wl.name, w / total_w, wm))
     m: dict[str, np.ndarray] = {}
     if len(per) == 1:

@@ -239,6 +239,33 @@ def test_points_alike_but_for_their_step_overhead_each_get_their_own(decode_8k):
     np.testing.assert_allclose(t - t[0], oh, rtol=1e-9, atol=1e-15)
 
 
+def test_a_designs_workloads_share_its_chip_values(monkeypatch, decode_8k):
+    """evaluate_design computes the chip's values the evaluator reads whatever the workload (its inputs, the power
+    model's, a system's share: dse.model.evaluator.chip_values) once for all its workloads, and each workload gets
+    the numbers of its own evaluation, to the bit: systems of 1, 2 and 4 chips, published and estimated TDPs,
+    points in blocks of 3."""
+    import dse.evaluate as de
+    rng = np.random.default_rng(5)
+    n = 8
+    chips = Chips.from_base(load_chip("h100"), n, {
+        "units": rng.integers(60, 200, n), "clock": rng.uniform(1e9, 2e9, n), "system.chips": rng.choice([1, 2, 4], n),
+        "tdp": rng.choice([np.nan, 300.0, 700.0], n)})
+    wls = [decode_8k, W.prefill("qwen3-8b", batch=1, tokens=512), W.decode("qwen3-30b-a3b", batch=4, context=2048)]
+    calls = []
+    values = ev.chip_values
+    monkeypatch.setattr(ev, "chip_values", lambda *a, **k: calls.append(1) or values(*a, **k))
+    monkeypatch.setattr(de, "chip_values", ev.chip_values)
+    monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 3 * 40)
+    m = de.evaluate_design(chips, wls)
+    assert len(calls) == 1  # (three workloads, one computation of the chip's values)
+    for wl, (_, _, wm) in zip(wls, m.per_workload):
+        alone = evaluate_workload(chips, wl).columns
+        assert set(alone) == set(wm.columns)
+        for key, v in alone.items():
+            np.testing.assert_array_equal(np.asarray(wm.columns[key]), np.asarray(v), err_msg=key)
+    assert len(calls) == 1 + len(wls)
+
+
 # ---------------------------------------------------------------- formats
 
 

@@ -938,7 +938,12 @@ def _peak_power_kernel(peak, fpc, e_fmt, dies, units, clock, s1):
                                                     jit.of_op(clock, i), jit.of_op(e_fmt, i), jit.of_op(s1, i)))
 
 
-def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipColumns:
+def chip_values(chips: Chips, package=None) -> dict[str, np.ndarray]:
+    """The chip inputs the evaluator reads whatever the workload (:class:`ChipColumns`' ``values``: the inputs of
+    :data:`_INPUTS`, the power model's (:func:`power_inputs`), where split-K partial sums live, a system's and a
+    partition's share), each (1, 1) or (N, 1). ``package``: the points' PackageArea (computed when None). Computed
+    once for every workload of a design (dse.evaluate.evaluate_design passes them to :func:`evaluate_workload`:
+    ~30% of an evaluation at N = 1; issue 20); read, never written."""
     cols = {}
     for name, key, default in _INPUTS:  # (Chips.compact: one value where every point has it)
         if key == "_units":
@@ -975,6 +980,13 @@ def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None) -> ChipCol
         for name in _SYSTEM_SCALED:
             cols[name] = cols[name] / cols["npart"]
         cols["psum"] = cols["psum"] / cols["npart"]
+    return cols
+
+
+def _chip_columns(chips: Chips, ops: OpTable, rom=None, package=None, values=None) -> ChipColumns:
+    """The :class:`ChipColumns` of ``chips`` for the operators ``ops``: ``values`` (:func:`chip_values`, computed
+    when None) and each operator format's matrix rate, a causal operator's padded FLOPs, a weight ROM's figures."""
+    cols = chip_values(chips, package) if values is None else values
     # matrix rate and energy per FLOP of each operator's format (a format the chip lacks runs on a wider one)
     fpc_cols, ef_cols, dq_cols, rbf_cols = {}, {}, {}, {}
     for key in sorted(set(ops.rate_keys)):
@@ -2549,8 +2561,13 @@ class WorkloadMetrics:
 
 def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = False,
                       fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
-                      rom_energy_per_byte=0.0, package=None, reference: bool = False) -> WorkloadMetrics:
+                      rom_energy_per_byte=0.0, package=None, reference: bool = False,
+                      chip_columns=None) -> WorkloadMetrics:
     """Metrics of N points on one workload as (N,) arrays (the fast path). See module docstring.
+
+    ``package``: the points' PackageArea where the caller has it; ``chip_columns``: :func:`chip_values` of
+    ``chips`` (and that package) where the caller evaluates several workloads of the same points (the reference
+    computes each point's own).
 
     ``reference``: the numpy reference of the fast path (module docstring, "Speed"): each point evaluated on
     its own, as a batch of one, through the same functions, and the results stacked. The property test
@@ -2570,7 +2587,8 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
                                rom_bandwidth=rom_bandwidth, rom_energy_per_byte=rom_energy_per_byte))
     ops, info = _tables(workload, fused_attention, tiles is None and not breakdown)
     N, O = chips.n, len(ops.names)
-    cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package)
+    cols = _chip_columns(chips, ops, (rom_bandwidth, rom_energy_per_byte) if weights_in_rom else None, package,
+                         chip_columns)
     if weights_in_rom:
         weights = float(workload.weight_resident_bytes)
         info = dataclasses.replace(info, resident=info.resident - weights, fixed_bytes=info.fixed_bytes - weights)
