@@ -243,7 +243,7 @@ def test_a_designs_workloads_share_its_chip_values(monkeypatch, decode_8k):
     """evaluate_design computes the chip's values the evaluator reads whatever the workload (its inputs, the power
     model's, a system's share: dse.model.evaluator.chip_values) once for all its workloads, and each workload gets
     the numbers of its own evaluation, to the bit: systems of 1, 2 and 4 chips, published and estimated TDPs,
-    points in blocks of 3."""
+    points in blocks of a few."""
     import dse.evaluate as de
     rng = np.random.default_rng(5)
     n = 8
@@ -255,7 +255,7 @@ def test_a_designs_workloads_share_its_chip_values(monkeypatch, decode_8k):
     values = ev.chip_values
     monkeypatch.setattr(ev, "chip_values", lambda *a, **k: calls.append(1) or values(*a, **k))
     monkeypatch.setattr(de, "chip_values", ev.chip_values)
-    monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 3 * 40)
+    monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 60)  # (60 // operators points a block)
     m = de.evaluate_design(chips, wls)
     assert len(calls) == 1  # (three workloads, one computation of the chip's values)
     for wl, (_, _, wm) in zip(wls, m.per_workload):
