@@ -34,7 +34,7 @@ from dse.hardware import Chips
 from dse.model import area as area_mod, cost as cost_mod
 from dse.model.evaluator import BOUND_NAMES, OperatorBreakdown, WorkloadMetrics, chip_values, evaluate_workload
 
-__all__ = ["DesignMetrics", "evaluate_design", "evaluate", "WORST", "BOUND_NAMES"]
+__all__ = ["DesignMetrics", "evaluate_design", "evaluate_each", "evaluate", "WORST", "BOUND_NAMES"]
 
 #: How a metric combines over a workload mix where the mean would not do: the worst workload decides.
 WORST = {"resident_bytes": np.max, "peak_power_w": np.max, "quant_error": np.max, "max_batch": np.min,
@@ -131,15 +131,10 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
         raise ValueError("evaluate_design: no workloads")
     total_w = sum(w for _, w in pairs)
     pa = area_mod.package_area_for(chips)  # once: the power model's leakage and the package columns use it
-    values = chip_values(chips, pa)  # once too: the chip's inputs every workload's evaluation reads
-    per = []
-    if tiles is not None and tiles_for is not None:
-        raise ValueError("evaluate_design: give tiles or tiles_for, not both")
-    for wl, w in pairs:
-        wm = evaluate_workload(chips, wl, tiles=tiles if tiles_for is None else tiles_for(chips, wl), breakdown=breakdown, fused_attention=fused_attention,
-                               weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
-                               rom_energy_per_byte=rom_energy_per_byte, package=pa, chip_columns=values)
-        per.append((wl.name, w / total_w, wm))
+    each = evaluate_each(chips, [wl for wl, _ in pairs], breakdown=breakdown, tiles=tiles, tiles_for=tiles_for,
+                         fused_attention=fused_attention, weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
+                         rom_energy_per_byte=rom_energy_per_byte, package=pa)
+    per = [(wl.name, w / total_w, wm) for (wl, w), wm in zip(pairs, each)]
     m: dict[str, np.ndarray] = {}
     if len(per) == 1:
         m = {k: np.asarray(v) for k, v in per[0][2].columns.items()}
@@ -175,6 +170,23 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
     package["memory_bandwidth_bytes_per_s"] = chips.memory_bandwidth * n_sys
     m.update(package)
     return DesignMetrics(m, tuple(per), tuple(chips.names), tuple(package))
+
+
+def evaluate_each(chips: Chips, workloads, *, breakdown: bool = False, tiles=None, tiles_for=None,
+                  fused_attention: bool = True, weights_in_rom: bool = False, rom_bandwidth=np.inf,
+                  rom_energy_per_byte=0.0, package=None) -> tuple[WorkloadMetrics, ...]:
+    """Each workload's own metrics of the N design points ``chips`` (a list of workloads, not a mix), the chip's
+    package (``package``, computed when None) and the chip's values every workload reads
+    (dse.model.evaluator.chip_values) computed once for all of them; the options as :func:`evaluate_design`'s."""
+    if tiles is not None and tiles_for is not None:
+        raise ValueError("give tiles or tiles_for, not both")
+    pa = area_mod.package_area_for(chips) if package is None else package
+    values = chip_values(chips, pa)
+    return tuple(evaluate_workload(chips, wl, tiles=tiles if tiles_for is None else tiles_for(chips, wl),
+                                   breakdown=breakdown, fused_attention=fused_attention,
+                                   weights_in_rom=weights_in_rom, rom_bandwidth=rom_bandwidth,
+                                   rom_energy_per_byte=rom_energy_per_byte, package=pa, chip_columns=values)
+                 for wl in workloads)
 
 
 def evaluate(chips: Chips, workloads, *, breakdown: bool = False, **options) -> pd.DataFrame:

@@ -240,10 +240,10 @@ def test_points_alike_but_for_their_step_overhead_each_get_their_own(decode_8k):
 
 
 def test_a_designs_workloads_share_its_chip_values(monkeypatch, decode_8k):
-    """evaluate_design computes the chip's values the evaluator reads whatever the workload (its inputs, the power
-    model's, a system's share: dse.model.evaluator.chip_values) once for all its workloads, and each workload gets
-    the numbers of its own evaluation, to the bit: systems of 1, 2 and 4 chips, published and estimated TDPs,
-    points in blocks of a few."""
+    """evaluate_design and evaluate_each compute the chip's values the evaluator reads whatever the workload (its
+    inputs, the power model's, a system's share: dse.model.evaluator.chip_values) once for all their workloads, and
+    each workload gets the numbers of its own evaluation, to the bit: systems of 1, 2 and 4 chips, published and
+    estimated TDPs, points in blocks of a few."""
     import dse.evaluate as de
     rng = np.random.default_rng(5)
     n = 8
@@ -258,12 +258,15 @@ def test_a_designs_workloads_share_its_chip_values(monkeypatch, decode_8k):
     monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 60)  # (60 // operators points a block)
     m = de.evaluate_design(chips, wls)
     assert len(calls) == 1  # (three workloads, one computation of the chip's values)
-    for wl, (_, _, wm) in zip(wls, m.per_workload):
+    each = de.evaluate_each(chips, wls)  # (what the calibrations call: each workload's own metrics, no mix)
+    assert len(calls) == 2
+    for wl, (_, _, wm), em in zip(wls, m.per_workload, each):
         alone = evaluate_workload(chips, wl).columns
-        assert set(alone) == set(wm.columns)
+        assert set(alone) == set(wm.columns) == set(em.columns)
         for key, v in alone.items():
             np.testing.assert_array_equal(np.asarray(wm.columns[key]), np.asarray(v), err_msg=key)
-    assert len(calls) == 1 + len(wls)
+            np.testing.assert_array_equal(np.asarray(em.columns[key]), np.asarray(v), err_msg=key)
+    assert len(calls) == 2 + len(wls)
 
 
 # ---------------------------------------------------------------- formats

@@ -1,6 +1,6 @@
 """The calibration problem of one chip: knob values -> predicted times of its measurements, through the evaluator.
 
-Predictions always come from the one evaluator (dse.evaluate.evaluate_design), so a written chip evaluates
+Predictions always come from the one evaluator (dse.evaluate.evaluate_each), so a written chip evaluates
 to exactly the fitted predictions. Coordinates, the search box and the coarse grid the solver
 (dse.calibrate.solve) and the identifiability checks (dse.calibrate.identify) share live here.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from dse.calibrate.knobs import FRACTIONS, IDEAL, KNOBS, OVERHEADS
 from dse.calibrate.measurements import Measurement, parse_measured_workload
-from dse.evaluate import evaluate_design
+from dse.evaluate import evaluate_each
 from dse.hardware import Chips
 from dse.model.evaluator import BOUND_NAMES, op_table
 
@@ -65,9 +65,8 @@ class _Problem:
         for j, k in enumerate(KNOBS):
             arrays[f"calibration.{k}"] = np.array(theta[:, j], dtype=float)
         chips = Chips(arrays, self.formats, base=self.base)
-        out = np.empty((P, len(self.workloads)))
-        for i, w in enumerate(self.workloads):
-            out[:, i] = evaluate_design(chips, w)["time_s"]
+        # (the chip's package and values once for every workload: dse.evaluate.evaluate_each)
+        out = np.stack([np.asarray(m.columns["time_s"]) for m in evaluate_each(chips, self.workloads)], axis=1)
         return out[:, self.idx]
 
     def states(self, theta: np.ndarray) -> list[str]:
@@ -81,8 +80,8 @@ class _Problem:
         # (every bound the evaluator names, dse.model.evaluator.BOUND_NAMES: the L2 and the local buffer too)
         names = tuple(("matrix" if b == "compute" else str(b)) + "-bound" for b in BOUND_NAMES)
         per = []
-        for w in self.workloads:
-            out = evaluate_design(chips, w)
+        for m in evaluate_each(chips, self.workloads):
+            out = m.columns
             launch_wait = float(out["t_overhead_s"][0]) - float(theta[KNOBS.index("step_overhead")])
             per.append("launch-bound" if launch_wait > 1e-12 * float(out["time_s"][0])
                        else names[int(out["bound_code"][0])])
