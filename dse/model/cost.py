@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.errors import SpecError
-from dse.model import area as area_mod
+from dse.hardware.chips import same_at_every_point
+from dse.model import area as area_mod, jit
 
 __all__ = [
     "WAFER_DIAMETER_MM",
@@ -81,10 +82,14 @@ def die_cost(area_mm2, wafer_cost_usd, defect_density_per_mm2, alpha=10.0, wafer
     """Cost of one good die: wafer cost / (DPW x Y). Infinite when no whole die fits the wafer."""
     dpw = np.asarray(dies_per_wafer(area_mm2, wafer_diameter_mm))
     y = np.asarray(negative_binomial_yield(area_mm2, defect_density_per_mm2, alpha))
+    return _out(_good_die_cost(wafer_cost_usd, dpw, y))
+
+
+def _good_die_cost(wafer_cost_usd, dpw, y) -> np.ndarray:
+    """:func:`die_cost` from the dies per wafer and the yield: wafer cost / (DPW x Y), inf where no good die."""
     good = dpw * y
     with np.errstate(divide="ignore"):
-        return _out(np.where(good > 0, np.asarray(wafer_cost_usd, dtype=float) / np.where(good > 0, good, 1.0),
-                             np.inf))
+        return np.where(good > 0, np.asarray(wafer_cost_usd, dtype=float) / np.where(good > 0, good, 1.0), np.inf)
 
 
 def hbm_cost(capacity_bytes, cost_per_byte_usd):
@@ -211,36 +216,56 @@ def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> Chip
     procs = area_mod.per_point(chips, "process", process)
     mems = area_mod.per_point(chips, "memory", memory) if (memory is not None or chips.specs) else \
         area_mod._Same(None, n)
-    pkg = area_mod._packaging(tech)
-    alpha = pkg.die_yield_alpha
-    diameter = pkg.wafer_diameter
-
     wafer = area_mod._by_name(procs, lambda p: area_mod._process(p, tech).wafer_cost, n)
     d0 = area_mod._by_name(procs, lambda p: area_mod._process(p, tech).defect_density, n)
-    a = area.die_area_mm2
-    dpw = np.asarray(dies_per_wafer(a, diameter), dtype=float)
-    y = np.asarray(negative_binomial_yield(a, d0, alpha), dtype=float)
-    one_die = np.asarray(die_cost(a, wafer, d0, alpha, diameter), dtype=float)
-    dies = area.dies * one_die
-
-    base_n = area_mod.base_die_count(area.base_area_mm2, tech)
-    base_node = area_mod._process(area_mod.BASE_DIE_PROCESS, tech)
-    has_base = base_n > 0
-    base_each = np.where(has_base, area.base_area_mm2 / np.where(has_base, base_n, 1.0), 1.0)
-    base = np.where(has_base, base_n * np.asarray(
-        die_cost(base_each, base_node.wafer_cost, base_node.defect_density, alpha, diameter), dtype=float), 0.0)
+    # the silicon's costs (:func:`_silicon_cost`) once per set of points alike in its inputs: a search's points
+    # share packages (100,000 of the benchmark's H100 variants: 1,864), each point's numbers those of its set's first
+    inputs = [np.broadcast_to(np.asarray(x, dtype=float), (n,)) for x in (
+        area.die_area_mm2, area.dies, area.base_area_mm2, area.interposer_area_mm2, wafer, d0)]
+    vary = [x for x in inputs if not same_at_every_point(x)]
+    alike = None
+    if n > 1:  # (no input varies: one set)
+        alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (np.zeros(1, np.int64), np.zeros(n, np.int64))
+    if alike is None:
+        silicon = _silicon_cost(*inputs, tech)
+    else:
+        first, inverse = alike
+        silicon = tuple(jit.laid_over(x, inverse) for x in _silicon_cost(*(x[first] for x in inputs), tech))
+    one_die, dies, base, interposer, assembly, y, dpw = silicon
 
     kind = chips.get("memory.kind", 0.0)
     per_byte = np.nan_to_num(area_mod._by_name(mems, lambda m: area_mod._memory(m, tech).cost_per_byte, n))
     raw_hbm = chips.get("hbm.stacks", 0.0) * chips.get("hbm.capacity_per_stack", 0.0)
     raw = np.where(kind == 0.0, raw_hbm, np.where(kind == 1.0, chips.get("memory.capacity", 0.0), 0.0))
     memory_usd = np.asarray(hbm_cost(np.nan_to_num(raw), per_byte), dtype=float)
-
-    inter = pkg.interposer()
-    has_int = area.interposer_area_mm2 > 0
-    safe = np.where(has_int, area.interposer_area_mm2, 1.0)
-    interposer = np.where(has_int, np.asarray(
-        die_cost(safe, inter.wafer_cost, inter.defect_density, inter.yield_alpha, diameter), dtype=float), 0.0)
-    assembly = np.where(has_int, pkg.assembly_test_cost, 0.0)
     total = dies + base + memory_usd + interposer + assembly
     return ChipCost(one_die, dies, base, memory_usd, interposer, assembly, total, y, dpw)
+
+
+def _silicon_cost(die_area, dies, base_area, interposer_area, wafer, d0, tech=None) -> tuple:
+    """:func:`chip_cost`'s silicon, per point of the (k,) inputs: one good compute die, the package's compute dies,
+    its base dies, its interposer, assembly and test, the compute die's yield and dies per wafer ($ and counts).
+    The dies per wafer and the yield of a die once for its cost and its columns; base dies and interposers priced
+    where some point has them."""
+    pkg = area_mod._packaging(tech)
+    alpha, diameter = pkg.die_yield_alpha, pkg.wafer_diameter
+    dpw = np.asarray(dies_per_wafer(die_area, diameter), dtype=float)
+    y = np.asarray(negative_binomial_yield(die_area, d0, alpha), dtype=float)
+    one_die = _good_die_cost(wafer, dpw, y)
+    base_n = area_mod.base_die_count(base_area, tech)
+    has_base = base_n > 0
+    base = np.zeros(np.shape(one_die))
+    if has_base.any():
+        base_node = area_mod._process(area_mod.BASE_DIE_PROCESS, tech)
+        base_each = np.where(has_base, base_area / np.where(has_base, base_n, 1.0), 1.0)
+        base = np.where(has_base, base_n * np.asarray(
+            die_cost(base_each, base_node.wafer_cost, base_node.defect_density, alpha, diameter), dtype=float), 0.0)
+    has_int = interposer_area > 0
+    interposer = assembly = np.zeros(np.shape(one_die))
+    if has_int.any():
+        inter = pkg.interposer()
+        safe = np.where(has_int, interposer_area, 1.0)
+        interposer = np.where(has_int, np.asarray(
+            die_cost(safe, inter.wafer_cost, inter.defect_density, inter.yield_alpha, diameter), dtype=float), 0.0)
+        assembly = np.where(has_int, pkg.assembly_test_cost, 0.0)
+    return one_die, dies * one_die, base, interposer, assembly, y, dpw

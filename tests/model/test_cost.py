@@ -147,3 +147,28 @@ def test_a_studys_wafer_cost_override_is_used():
     tech = technology.overridden({"processes": {"n5": {"wafer_cost": "32000 $"}}})
     chips = Chips.from_specs([load_chip("h100-sxm")])
     assert chip_cost(chips, tech=tech).die_usd[0] == pytest.approx(2 * chip_cost(chips).die_usd[0])
+
+
+@pytest.mark.parametrize("base", ["h100-sxm", "mi300x", "groq-tsp"])
+def test_chip_cost_of_many_points_is_each_points_own(base):
+    """chip_cost prices the silicon once per set of points alike in its inputs (die area, dies, base dies,
+    interposer, process): every point's figures are those of the point alone, to the bit. Points of a few unit
+    counts and HBM stacks (sets of points alike), the L2 from a continuous range (none alike), and one figure for
+    every point; MI300X's base dies and interposer, Groq's neither."""
+    from dse.model.area import package_area_for, process_and_memory
+    rng = np.random.default_rng(29)
+    n = 40
+    spec = load_chip(base)
+    alike = {"units": rng.choice([64.0, 96.0, 128.0], n)}
+    if spec.hbm is not None:
+        alike["hbm.stacks"] = rng.choice([4.0, 6.0], n)
+    for over in (alike, dict(alike, l2=rng.uniform(1e6, 3e8, n)), {"clock": rng.uniform(1e9, 2e9, n)}):
+        chips = Chips.from_base(spec, n, over)
+        process, memory = process_and_memory(chips)
+        many = chip_cost(chips, package_area_for(chips), process=process, memory=memory)
+        for i in (0, 7, 23, n - 1):
+            one = chips.take([i])
+            alone = chip_cost(one, package_area_for(one), process=process, memory=memory)
+            for k in many.__dataclass_fields__:
+                np.testing.assert_array_equal(np.broadcast_to(getattr(many, k), n)[i:i + 1], getattr(alone, k),
+                                              err_msg=f"{base} {k}")
