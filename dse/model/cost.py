@@ -261,7 +261,7 @@ def _silicon_cost(die_area, dies, base_area, interposer_area, wafer, d0, tech=No
         base = np.where(has_base, base_n * np.asarray(
             die_cost(base_each, base_node.wafer_cost, base_node.defect_density, alpha, diameter), dtype=float), 0.0)
     has_int = interposer_area > 0
-    interposer = assembly = np.zeros(np.shape(one_die))
+    interposer, assembly = np.zeros(np.shape(one_die)), np.zeros(np.shape(one_die))
     if has_int.any():
         inter = pkg.interposer()
         safe = np.where(has_int, interposer_area, 1.0)
