@@ -616,7 +616,7 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
     if n > 1:
         vary = [x for x, g in zip((*args[0], *args[1:]), (*inputs, *given))
                 if not (np.ndim(g) == 0 or same_at_every_point(np.asarray(g)))]
-        alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (_FIRST_POINT, np.zeros(n, dtype=np.int64))
+        alike = jit.sets_alike(vary, n)
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
         once = kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
@@ -695,9 +695,6 @@ def parts_total(p, at):
         x = x + p[at[k]]
     return x
 
-
-#: jit.distinct's first points where every point is alike
-_FIRST_POINT = np.zeros(1, dtype=np.int64)
 
 #: points per call of :func:`_package_kernel`: its (22 results x points) array stays under glibc's largest mmap
 #: threshold (32 MiB, dse.model.evaluator._MALLOC_SETTINGS), so that it comes from the kept heap, not from fresh

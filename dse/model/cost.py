@@ -223,9 +223,7 @@ def chip_cost(chips, area=None, *, process=None, memory=None, tech=None) -> Chip
     inputs = [np.broadcast_to(np.asarray(x, dtype=float), (n,)) for x in (
         area.die_area_mm2, area.dies, area.base_area_mm2, area.interposer_area_mm2, wafer, d0)]
     vary = [x for x in inputs if not same_at_every_point(x)]
-    alike = None
-    if n > 1:  # (no input varies: one set)
-        alike = jit.distinct(np.vstack(vary), most=n // 2) if vary else (np.zeros(1, np.int64), np.zeros(n, np.int64))
+    alike = jit.sets_alike(vary, n) if n > 1 else None
     if alike is None:
         silicon = _silicon_cost(*inputs, tech)
     else:

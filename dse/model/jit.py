@@ -43,7 +43,7 @@ import numpy as np
 
 __all__ = ["OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers",
            "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "number_or_points",
-           "filled", "distinct",
+           "filled", "distinct", "sets_alike",
            "laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
@@ -441,6 +441,15 @@ def distinct(keys, most: int | None = None):
             return None
     first, inverse = _distinct_kernel(bits, most)
     return None if first.size > most else (first, inverse)
+
+
+def sets_alike(varying: list, n: int):
+    """(first, inverse) of :func:`distinct` over the inputs of ``n`` points that vary (a list of (n,) arrays), where
+    a rule of them is worth computing once per set: one set where none varies, None where fewer than half the points
+    repeat (``most`` = n // 2). The package's and the cost's sets of points alike (dse.model.area, dse.model.cost)."""
+    if not varying:
+        return np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    return distinct(np.vstack(varying), most=n // 2)
 
 
 @kernel
