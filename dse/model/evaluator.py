@@ -1310,10 +1310,19 @@ def tile_traffic(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_bytes,
 def _traffic_kernel(tm, tn, split, visible, units, ik, systolic, rm, rn, acc_bytes, buf, m, n, k, batch, emax, ea,
                     eb, is_gemm, on_chip_a, n_ops):
     """:func:`tile_traffic` over a block: flat (points x operators) tiles, then per-point and per-operator inputs;
-    its 9 results (jit.staggered). (One pass per part: a pass storing fewer arrays runs on the vector lanes,
-    4.8 ms per 1e5 decode points against 11.1 for the rule in one pass.)"""
-    size, n_ops, at = tm.size, jit.op_count(n_ops), jit.of_op
+    its 9 results (jit.staggered). One operator per point (``n_ops`` None): the rule in one pass (on the vector lanes
+    with jit.LLVM_OPTIONS: 100,000 GEMM points 0.73 -> 0.59 ms alone); else one pass per part (a pass storing fewer
+    arrays runs on the vector lanes, 4.8 ms per 1e5 decode points against 11.1 for the rule in one pass; with the
+    options, one pass 13.4 -> 18 ms in a decode step: their checks run once per point there)."""
+    size, at = tm.size, jit.of_op
     out = jit.staggered(9, size)
+    if n_ops is None:  # (one operator a point: one pass, on the vector lanes with jit.LLVM_OPTIONS)
+        for i in range(size):
+            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i], out[7, i], out[8, i] = \
+                tile_traffic(tm[i], tn[i], split[i], visible[i], units[i], ik[i], systolic[i], rm[i], rn[i],
+                             acc_bytes[i], buf[i], at(m, 0), at(n, 0), at(k, 0), at(batch, 0), at(emax, 0),
+                             at(ea, 0), at(eb, 0), at(is_gemm, 0), at(on_chip_a, 0))
+        return out[:, :size]
     for p in range(size // n_ops):
         u = units[p]
         for j in range(n_ops):
@@ -1630,48 +1639,30 @@ def _energy_kernel(cr, e_comp1, e_mem, t_op, t_matrix, t_vector, t_memory, t_l2,
     :func:`operator_sums`; the minima of the clock ratio and the voltage; the highest power of an operator outside
     the fused blocks (-inf without one); the :func:`bound_code` of the times by bound. A point's operators are
     evaluated, then summed one after another (numpy's pairwise sums differ in the last bits). One operator per
-    point (``n_ops`` None, jit.of_op): three passes along the points for the operating points, then one per few
-    sums, each on the vector lanes (a loop storing 17 sums per point runs one point at a time; one storing the
-    operating point's 7 results too: 0.77 -> 0.27 ms for 100,000 GEMM points, issue 20)."""
+    point (``n_ops`` None, jit.of_op): one pass along the points, on the vector lanes with jit.LLVM_OPTIONS (without
+    them a loop storing 17 sums per point ran one point at a time, and the kernel made seven passes: 100,000 GEMM
+    points 2.3 -> 1.3 ms alone, 3.5 -> 1.9-2.1 ms in an evaluation, issue 20)."""
     n, k = cr.size, jit.op_count(n_ops)
     rows = n // k
     out = jit.staggered(4, n)  # e_comp, p_fixed, e_fixed, bound
     sums = np.empty((len(POINT_SUMS), rows))
     if n_ops is None:
         w, outside = jit.of_op(count, 0), jit.of_op(grouped, 0) < 0.5
-        point = jit.staggered(3, n)  # v, e_scale and power
         for i in range(n):
-            x = operating_energy(cr[i], d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i], leak[i], clk[i],
-                                 e_comp1[i], e_mem[i], t_op[i], t_matrix[i], t_vector[i], t_memory[i], t_l2[i],
-                                 t_local[i])
-            point[0, i], point[1, i], out[0, i] = x[0], x[1], x[2]
-        for i in range(n):
-            x = operating_energy(cr[i], d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i], leak[i], clk[i],
-                                 e_comp1[i], e_mem[i], t_op[i], t_matrix[i], t_vector[i], t_memory[i], t_l2[i],
-                                 t_local[i])
-            out[1, i], out[2, i], point[2, i] = x[3], x[4], x[6]
-        for i in range(n):
-            x = operating_energy(cr[i], d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i], leak[i], clk[i],
-                                 e_comp1[i], e_mem[i], t_op[i], t_matrix[i], t_vector[i], t_memory[i], t_l2[i],
-                                 t_local[i])
-            out[3, i] = x[5]
-        for first in range(0, 13, 5):  # (five sums a pass: the terms a pass does not store are never computed)
-            for i in range(n):
-                t = operator_sums(w, out[0, i], out[2, i], out[3, i], point[1, i], point[0, i], cr[i], t_op[i],
-                                  padded_flops[i], reg_bytes[i], local_bytes[i], l2_bytes[i], e_reg[i], e_loc[i],
-                                  e_l2[i], s1[i])
-                if first == 0:
-                    sums[0, i], sums[1, i], sums[2, i], sums[3, i], sums[4, i] = (
-                        0.0 + t[0], 0.0 + t[1], 0.0 + t[2], 0.0 + t[3], 0.0 + t[4])
-                elif first == 5:
-                    sums[5, i], sums[6, i], sums[7, i], sums[8, i], sums[9, i] = (
-                        0.0 + t[5], 0.0 + t[6], 0.0 + t[7], 0.0 + t[8], 0.0 + t[9])
-                else:
-                    sums[10, i], sums[11, i], sums[13, i] = 0.0 + t[10], 0.0 + t[11], 0.0 + t[12]
-        for i in range(n):
-            sums[12, i], sums[14, i] = jit.minimum(np.inf, cr[i]), jit.minimum(np.inf, point[0, i])
-            sums[15, i] = jit.where(outside, jit.maximum(-np.inf, point[2, i]), -np.inf)
-            sums[16, i] = bound_code(sums[6, i], sums[7, i], sums[8, i], sums[9, i], sums[10, i])
+            v, e_scale, e_comp, p_fixed, e_fixed, bound, power = operating_energy(
+                cr[i], d[i], v_min[i], v_nom[i], v_th[i], v1[i], scaling[i], leak[i], clk[i], e_comp1[i], e_mem[i],
+                t_op[i], t_matrix[i], t_vector[i], t_memory[i], t_l2[i], t_local[i])
+            out[0, i], out[1, i], out[2, i], out[3, i] = e_comp, p_fixed, e_fixed, bound
+            t = operator_sums(w, e_comp, e_fixed, bound, e_scale, v, cr[i], t_op[i], padded_flops[i], reg_bytes[i],
+                              local_bytes[i], l2_bytes[i], e_reg[i], e_loc[i], e_l2[i], s1[i])
+            sums[0, i], sums[1, i], sums[2, i], sums[3, i], sums[4, i] = (
+                0.0 + t[0], 0.0 + t[1], 0.0 + t[2], 0.0 + t[3], 0.0 + t[4])
+            sums[5, i], sums[6, i], sums[7, i], sums[8, i], sums[9, i] = (
+                0.0 + t[5], 0.0 + t[6], 0.0 + t[7], 0.0 + t[8], 0.0 + t[9])
+            sums[10, i], sums[11, i], sums[13, i] = 0.0 + t[10], 0.0 + t[11], 0.0 + t[12]
+            sums[12, i], sums[14, i] = jit.minimum(np.inf, cr[i]), jit.minimum(np.inf, v)
+            sums[15, i] = jit.where(outside, jit.maximum(-np.inf, power), -np.inf)
+            sums[16, i] = bound_code(t[6], t[7], t[8], t[9], t[10])
         return out[0, :n], out[1, :n], out[2, :n], out[3, :n], sums
     point = jit.staggered(3, k)  # a point's v, e_scale and power, to sum
     for p in range(rows):
@@ -1944,22 +1935,15 @@ def _point_results_of(x, p, tokens, flops):
 def _point_kernel(x, tokens, flops):
     """:func:`point_results` of a block's points (``x``: its inputs but the workload's tokens and FLOPs, each one
     value per point, (points,)): the results' rows of one (results, points) array, ~45 numpy passes over the
-    points before (issue 20). Four passes of four or five results (a loop storing more runs one point at a time,
-    see _energy_kernel; the results a pass does not store are never computed, the inputs they alone need never
-    read)."""
+    points before (issue 20). One pass, on the vector lanes with jit.LLVM_OPTIONS (it made four of four or five
+    results before them: 100,000 GEMM points 1.37 -> 1.17 ms alone)."""
     n = x[0].size
     out = jit.staggered(len(POINT_RESULTS), n)
     for p in range(n):
         t = _point_results_of(x, p, tokens, flops)
         out[0, p], out[1, p], out[2, p], out[3, p] = t[0], t[1], t[2], t[3]
-    for p in range(n):
-        t = _point_results_of(x, p, tokens, flops)
         out[4, p], out[5, p], out[6, p], out[7, p], out[8, p] = t[4], t[5], t[6], t[7], t[8]
-    for p in range(n):
-        t = _point_results_of(x, p, tokens, flops)
         out[9, p], out[10, p], out[11, p], out[12, p] = t[9], t[10], t[11], t[12]
-    for p in range(n):
-        t = _point_results_of(x, p, tokens, flops)
         out[13, p], out[14, p], out[15, p], out[16, p] = t[13], t[14], t[15], t[16]
     return [out[k, :n] for k in range(len(POINT_RESULTS))]
 

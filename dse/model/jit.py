@@ -41,13 +41,23 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise", "overload_numbers",
-           "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points", "number_or_points",
-           "filled", "distinct", "sets_alike",
+__all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
+           "overload_numbers", "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points",
+           "number_or_points", "filled", "distinct", "sets_alike",
            "laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
+#: LLVM options set when numba is loaded (process-wide; this file's digest names the cache, so a change recompiles).
+#: A loop that stores many results, each to its own row of a jit.staggered array, needs LLVM to check at run time,
+#: once before the loop, that the rows and the inputs do not overlap: one check per pair of pointers. Past
+#: LLVM's default of 128 checks the loop ran one point at a time, and kernels stored 4 or 5 results a pass, each
+#: pass loading the inputs again; with the limit raised, a kernel of one operator per point stores all its results
+#: in one pass on the vector lanes (a loop of 8 inputs and 12 results, 5,000 points: 3.9 -> 2.2 ns a point; the
+#: operating points' energies of 100,000 GEMM points 2.3 -> 1.3 ms) (issue 20, twentieth step). Loops over a point's
+#: operators keep their passes: there the checks run once per point (a decode step's traffic in one pass: 12.5 ->
+#: 18 ms).
+LLVM_OPTIONS = ("-vectorize-memory-check-threshold=65536",)
 
 _rules: list = []  # (function, inline) marked before numba was loaded
 _overloads: list = []  # (python function, numba implementation) likewise
@@ -97,6 +107,9 @@ def compiler():
     from numba.extending import overload
 
     numba.core.config.reload_config()  # (numba loaded earlier by another package reads NUMBA_CACHE_DIR again)
+    import llvmlite.binding as llvm
+    for option in LLVM_OPTIONS:  # (LLVM 22 ignores one it does not know: the same kernels, slower)
+        llvm.set_option("dse", option)
     _numba = numba
     _register_selects(numba)
     for py_fn, impl in _overloads:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import platform
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -134,6 +136,35 @@ def test_package_kernel_equals_its_rules(base):
                           pa.interposer_area_mm2, pa.total_silicon_area_mm2), g):
         _same_bits(got, np.broadcast_to(want, (n,)))
     assert on_base.any() and side.any() and (~on_base & ~side).any()  # (every layout drawn)
+
+
+def _many_results(a, b, c, d, e, f, g, h):
+    """A loop over points storing 12 results, each to its row of a jit.staggered array (as the one-operator kernels
+    do), from 8 inputs."""
+    out = jit.staggered(12, a.size)
+    for i in range(a.size):
+        x, y, z = a[i] * b[i] + c[i], d[i] / e[i] + f[i], g[i] * h[i]
+        out[0, i], out[1, i], out[2, i], out[3, i] = x, y, z, x * y
+        out[4, i], out[5, i], out[6, i], out[7, i] = x + z, y * z, x - y, z - x
+        out[8, i], out[9, i], out[10, i], out[11, i] = x * x, y * y, z * z, x * y * z
+    return out
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="reads x86-64 instructions")
+def test_a_loop_storing_many_results_runs_on_the_vector_lanes():
+    """jit.LLVM_OPTIONS, set when numba is loaded: a loop storing 12 results per point compiles to packed (vector)
+    divisions, ``divpd``; with LLVM's default limit on run-time overlap checks it had only the scalar ``divsd`` (one
+    point at a time, as dse/model/jit.py says). Its numbers are numpy's, to the bit."""
+    loop = jit.compiler().njit(**jit.OPTIONS)(_many_results)
+    rng = np.random.default_rng(RNG_SEED + 30)
+    arrays = [rng.uniform(0.5, 2.0, 1000) for _ in range(8)]
+    got = loop(*arrays)[:, :1000]
+    asm = loop.inspect_asm(loop.signatures[0])
+    assert re.search(r"\bv?divpd\b", asm), "the loop runs one point at a time"
+    a, b, c, d, e, f, g, h = arrays
+    x, y, z = a * b + c, d / e + f, g * h
+    for row, want in zip(got, (x, y, z, x * y, x + z, y * z, x - y, z - x, x * x, y * y, z * z, x * y * z)):
+        _same_bits(row, want)
 
 
 def test_points_are_read_only_views_or_filled():
