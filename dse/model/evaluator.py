@@ -405,14 +405,15 @@ def _padded_gemm_flops(ops: OpTable, im, inn, ik):
     return padded_gemm_flops(ops.m, ops.n, ops.k, ops.batch, im, inn, ik)
 
 
-def _tiles(im, inn, ik, buf, units, l2, acc, ops: OpTable, levels):
+def _tiles(im, inn, ik, buf, units, l2, acc, ops: OpTable, levels, laid: bool = True):
     """Default tiles (T_M, T_N, T_K, split) from per-point columns ((1, 1) or (rows, 1)); see :func:`default_tiles`.
     ``levels`` (:func:`_tile_levels`): the matrix rate per unit (FLOP / cycle, (operators, points or 1)) and the
     on-chip levels (dse.model.hierarchy) the candidate tilings of a small grid are compared on: (unit FLOP / cycle,
     L2 B / cycle or 0, a unit's local B / cycle or 0, R_M (0: systolic), R_N, multicast). T_M, T_N and split come
     back (rows, O), the L2 bytes each operator requests with them (:func:`l2_request_bytes`, every tile visible),
     and the points' classes: (first, inverse) of jit.distinct (points of a class have the same inputs; None where
-    too few points repeat to evaluate them once)."""
+    too few points repeat to evaluate them once). Not ``laid``: where there are classes, T_M, T_N, split and the L2
+    bytes come back one row per class ((classes, O), not laid over the points)."""
     unit_rate, l2_rate, loc_rate, rm, rn, mcast = levels
     inputs = (im, inn, ik, buf, units, l2, l2_rate, loc_rate, rm, rn, mcast, acc)
     rows = max(max(np.shape(x)[0] for x in inputs), unit_rate.shape[1])
@@ -435,7 +436,7 @@ def _tiles(im, inn, ik, buf, units, l2, acc, ops: OpTable, levels):
     rate = unit_rate if pick is None or unit_rate.shape[1] == 1 else unit_rate[:, pick]
     if not (rate.shape == (O, n) and rate.flags.c_contiguous and rate.flags.writeable):
         rate = np.array(np.broadcast_to(rate, (O, n)), order="C")  # (one compiled signature: writable)
-    tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, inverse)
+    tm, tn, split, l2_bytes = _default_tiles_kernel(point, op, rate, _EVERY_POINT if not laid else inverse)
     return tm, tn, 4 * ik, split, l2_bytes, classes
 
 
@@ -673,12 +674,7 @@ def _gathered(x, inverse):
         for r in range(rows):
             out[r, 0] = row[inverse[r]]
         return out
-    rows_of = _transposed(x)
-    for r in range(rows):
-        c = inverse[r]
-        for o in range(n_ops):
-            out[r, o] = rows_of[c, o]
-    return out
+    return jit.rows_laid_over(_transposed(x), inverse)
 
 
 def default_tiles(chips: Chips, ops: OpTable):
@@ -2043,6 +2039,18 @@ def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
 
 
+def _itself(x):
+    return x
+
+
+def _first_points(first):
+    """A per-point column ((rows or 1, 1), or a number) at the points ``first`` (a class's or a set's first points):
+    its rows there where it varies; :func:`_itself` without ``first``."""
+    if first is None:
+        return _itself
+    return lambda x: x if np.ndim(x) == 0 or np.shape(x)[0] == 1 else x[first]
+
+
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
     """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
     clock, units, ceff = c.clock, c.units, c.ceff
@@ -2054,10 +2062,17 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     l2_requests = None  # (the default tiles' L2 bytes, where every tile is visible)
     tile_class = None  # (the default tiles' class of each point: points of one class have the same tiles)
+    # (by class: the default tiles, their traffic and re-reads one row per class of points, or per set of points
+    # alike, laid over the points only where later rules read them per point: every input of those rules is one of
+    # the classes' inputs (with the whole of every tile visible, one systolic flag and one R_M over the block), so
+    # a point's numbers are its class's, to the bit; issue 20)
+    by_class = not want_ops and not ops.causal_ops and c.sys.shape[0] == 1 and c.rm.shape[0] == 1
     if tiles is None:
         tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, c.acc, ops,
-                                                            _tile_levels(c, fpc))
+                                                            _tile_levels(c, fpc), laid=not by_class)
+        by_class = by_class and tile_class is not None
     else:
+        by_class = False
         tm, tn, tk, split = tiles
     g = ops.is_gemm
     padded_flops = np.where(g, _padded_gemm_flops(ops, im, inn, ik), ops.flops)
@@ -2089,11 +2104,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             visible = np.where(full > 0, padded_flops / full, 1.0)
     # the tiles' waves, their counts along M and N, the panels kept in the local buffers, what the local buffers move
     # (the matrix unit's reads; the fills too: local_bytes)
+    block_rows = tile_class[1].size if by_class else None
+    of_class = _first_points(tile_class[0] if by_class else None)
     tiles_out, group_waves, wave_eff, c_m, c_n, keep_a, keep_b, local_reads, local_bytes = _block_kernel(
         _traffic_kernel, (tm, tn, split, visible),
-        (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
-         np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf),
+        tuple(of_class(x) for x in (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
+                                    np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)),
         (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
+    if by_class:  # (what the rules after read per point)
+        group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
+            group_waves, wave_eff, local_reads, local_bytes, l2_requests))
     rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
 
     # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
@@ -2105,9 +2125,22 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     dom = np.where(c.l2die > 0.5, c.dies / c.npart, 1.0)
     gemm_operands = (ops.a_gemm, ops.b_gemm, ops.m, ops.n, ops.k, ops.ea, ops.eb, a_read)
     alike_in = (dom, l2, c.acc, c.msc)
-    alike, alike_sets = _alike_points(tile_class, alike_in, max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
-    rA, rB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
-                           (units / dom, l2 / dom, c.buf, alike), gemm_operands)
+    alike, alike_sets = _alike_points(tile_class, alike_in,
+                                      block_rows or max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
+    tile_rows = (c_m, c_n, split, keep_a, keep_b)  # (by class: one row per class)
+    if by_class and alike_sets is not None:  # (each set of points alike once, its class's rows)
+        cls = tile_class[1][alike_sets[0]]
+        tile_rows, alike = tuple(x[cls] for x in tile_rows), np.arange(float(cls.size))[:, None]
+    elif by_class:
+        tile_rows = tuple(jit.laid_over(x, tile_class[1]) for x in tile_rows)
+    of_set = _first_points(alike_sets[0] if by_class and alike_sets is not None else None)
+
+    def cache_reads(pool, capacity):
+        """r_A, r_B (tiling.cache_reads) of the block's points: ``pool`` units beside a cache of ``capacity``."""
+        r = _block_kernel(_cache_reads_kernel, tile_rows, tuple(of_set(x) for x in (pool, capacity, c.buf)) +
+                          (alike,), gemm_operands)
+        return r if of_set is _itself else tuple(jit.laid_over(x, alike_sets[1]) for x in r)
+    rA, rB = cache_reads(units / dom, l2 / dom)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
     has_msc = c.msc > 0
@@ -2115,8 +2148,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
         bytes_msc = np.where(has_msc, operand_traffic(a_mem, rA, ops.b_bytes, rB, c_mem), 0.0)
-        hA, hB = _block_kernel(_cache_reads_kernel, (c_m, c_n, split, keep_a, keep_b),
-                               (units, np.maximum(c.msc, l2), c.buf, alike), gemm_operands)
+        hA, hB = cache_reads(units, np.maximum(c.msc, l2))
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
     bytes_comp = a_mem + ops.b_bytes + c_mem
@@ -2435,9 +2467,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # the largest double-buffered working set of the tiles (seed 004 §4.3.2, §4.4.2): the buffer_fit constraint
     if alike_sets is not None:  # (each set of alike points once)
         first, inverse = alike_sets
-        out["tile_working_set_bytes"] = jit.laid_over(_working_set(*(x if np.shape(x)[0] == 1 else x[first] for x in (
-            tm, tn, tk)), ops, c.acc if c.acc.shape[0] == 1 else c.acc[first]), inverse)
+        at_first = _first_points(first)
+        tiles_at = (tm[tile_class[1][first]], tn[tile_class[1][first]]) if by_class else (at_first(tm), at_first(tn))
+        out["tile_working_set_bytes"] = jit.laid_over(_working_set(*tiles_at, at_first(tk), ops, at_first(c.acc)),
+                                                      inverse)
     else:
+        if by_class:
+            tm, tn = jit.laid_over(tm, tile_class[1]), jit.laid_over(tn, tile_class[1])
         out["tile_working_set_bytes"] = _working_set(tm, tn, tk, ops, c.acc)
     return out, ops_out
 

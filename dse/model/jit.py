@@ -43,8 +43,8 @@ import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points",
-           "number_or_points", "filled", "distinct", "sets_alike",
-           "laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
+           "number_or_points", "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op",
+           "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -517,8 +517,30 @@ def _distinct_kernel(bits, most):
 
 def laid_over(values, inverse) -> np.ndarray:
     """The values of the distinct points (:func:`distinct`'s first points) laid over all points: point i takes
-    ``values[inverse[i]]`` (a compiled loop: numpy's ``take`` of a small table ran ~3x slower)."""
-    return _laid_over_kernel(np.ascontiguousarray(values, dtype=float), inverse)
+    ``values[inverse[i]]`` (a compiled loop: numpy's ``take`` of a small table ran ~3x slower); of (distinct
+    points, columns) values, its row (:func:`rows_laid_over`)."""
+    values = np.ascontiguousarray(values, dtype=float)
+    if values.ndim == 2:
+        return _laid_over_rows_kernel(values, inverse)
+    return _laid_over_kernel(values, inverse)
+
+
+@rule(loops=True)
+def rows_laid_over(table, inverse):
+    """(len(inverse), columns): row i is ``table[inverse[i]]`` (a table of distinct points' rows laid over the points,
+    each point copying one contiguous row)."""
+    rows, cols = inverse.size, table.shape[1]
+    out = np.empty((rows, cols))
+    for r in range(rows):
+        c = inverse[r]
+        for o in range(cols):
+            out[r, o] = table[c, o]
+    return out
+
+
+@kernel
+def _laid_over_rows_kernel(table, inverse):
+    return rows_laid_over(table, inverse)
 
 
 @kernel

@@ -262,7 +262,7 @@ def test_distinct_points_by_their_bits():
     columns, each point mapped to a column equal to its own, the first points in order of first appearance; alike
     by their bits (0.0 and -0.0 apart, a NaN alike with itself); floats whose bits differ only high (small whole
     numbers, the chips' choices) and many inputs per point, where a poor hash would put them in few slots; and
-    jit.laid_over, which lays the first points' values back over the points."""
+    jit.laid_over, which lays the first points' values (or rows of values) back over the points."""
     rng = np.random.default_rng(RNG_SEED + 30)
     cases = [rng.integers(0, 233, (1, 7700)).astype(float), rng.integers(0, 4, (12, 5000)).astype(float),
              rng.random((3, 2000)), np.round(rng.uniform(1e9, 2e9, (2, 3000)), -8), np.zeros((4, 0)),
@@ -272,8 +272,9 @@ def test_distinct_points_by_their_bits():
         bits = np.ascontiguousarray(keys).view(np.int64)
         assert first.size == np.unique(bits, axis=1).shape[1] if keys.size else first.size == 0
         _same_bits(keys[:, first][:, inverse], keys)
-        if keys.size:  # (jit.laid_over: the first points' values over every point, as numpy's indexing)
+        if keys.size:  # (jit.laid_over: the first points' values over every point, as numpy's indexing; rows too)
             _same_bits(jit.laid_over(keys[-1, first], inverse), keys[-1])
+            _same_bits(jit.laid_over(keys[:, first].T, inverse), keys.T)
         assert (np.diff(first) > 0).all() and (first.size == 0 or first[0] == 0)
         assert (inverse[first] == np.arange(first.size)).all()  # (each first point is its column's)
         assert all(inverse[p] == inverse[first[inverse[p]]] and first[inverse[p]] <= p for p in range(keys.shape[1]))
