@@ -2062,11 +2062,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # ---- tiles, padding and wave quantization (seed 004 §4.2.1; seed 000 "Shape tails")
     l2_requests = None  # (the default tiles' L2 bytes, where every tile is visible)
     tile_class = None  # (the default tiles' class of each point: points of one class have the same tiles)
-    # (by class: the default tiles, their traffic and re-reads one row per class of points, or per set of points
-    # alike, laid over the points only where later rules read them per point: every input of those rules is one of
-    # the classes' inputs (with the whole of every tile visible, one systolic flag and one R_M over the block), so
-    # a point's numbers are its class's, to the bit; issue 20)
-    by_class = not want_ops and not ops.causal_ops and c.sys.shape[0] == 1 and c.rm.shape[0] == 1
+    # (by class: the default tiles, their traffic, L2 requests and re-reads one row per class of points, or per set
+    # of points alike, laid over the points only where later rules read them per point: every input of those rules
+    # is one of the classes' inputs (with one systolic flag and one R_M over the block, and causal attention's
+    # visible tiles, which follow the instruction shape, on chips that are not systolic), so a point's numbers are
+    # its class's, to the bit; issue 20)
+    by_class = (not want_ops and c.sys.shape[0] == 1 and c.rm.shape[0] == 1
+                and not (ops.causal_ops and (c.sys > 0.5).any()))
     if tiles is None:
         tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, c.acc, ops,
                                                             _tile_levels(c, fpc), laid=not by_class)
@@ -2106,12 +2108,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # (the matrix unit's reads; the fills too: local_bytes)
     block_rows = tile_class[1].size if by_class else None
     of_class = _first_points(tile_class[0] if by_class else None)
+    visible_c = of_class(visible)
     tiles_out, group_waves, wave_eff, c_m, c_n, keep_a, keep_b, local_reads, local_bytes = _block_kernel(
-        _traffic_kernel, (tm, tn, split, visible),
+        _traffic_kernel, (tm, tn, split, visible_c),
         tuple(of_class(x) for x in (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
                                     np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)),
         (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
-    if by_class:  # (what the rules after read per point)
+    if by_class:  # (what the rules after read per point; the L2 requests of visible tiles only, by class too)
+        if np.ndim(visible) != 0:
+            l2_requests = _l2_request_bytes(ops, c_m, c_n, of_class(c.mcast), visible_c,
+                                            tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split))
         group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
             group_waves, wave_eff, local_reads, local_bytes, l2_requests))
     rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
@@ -2166,7 +2172,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         spill = np.where(partial > l2, partial, 0.0)
         if has_msc.any():
             bytes_msc = bytes_msc + np.where(has_msc, spill, 0.0)
-    if l2_requests is not None and np.ndim(visible) == 0:
+    if l2_requests is not None and (np.ndim(visible) == 0 or by_class):
         bytes_req = l2_requests
     else:
         if partial is None:
