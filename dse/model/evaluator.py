@@ -2072,7 +2072,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     if tiles is None:
         tm, tn, tk, split, l2_requests, tile_class = _tiles(im, inn, ik, c.buf, units, c.psum, c.acc, ops,
                                                             _tile_levels(c, fpc), laid=not by_class)
-        by_class = by_class and tile_class is not None
+        by_class = by_class and tile_class is not None and tile_class[1].size > 1  # (one point is its class)
     else:
         by_class = False
         tm, tn, tk, split = tiles
