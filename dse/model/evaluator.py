@@ -70,14 +70,18 @@ compiles each kernel once more with its per-operator values as numbers
 block of several operators per point without a breakdown runs from the design
 clock's times on point by point in two kernels (_clock_kernel, _tail_kernel:
 the same rules, without the block's (points x operators) arrays between the
-passes; tests/test_evaluate_fast.py compares them with the passes). An
+passes; tests/test_evaluate_fast.py compares them with the passes), and a
+block of one operator from the sustained clock on in the tail kernel's one
+pass along the points (a kernel stores all its results in one pass where
+LLVM may check the arrays apart: jit.LLVM_OPTIONS). An
 input that is one value or one row of operators at every point is laid over
 the points once and shared (jit.filled); the sums over operators run on the
 vector lanes in an order of their own, the same for every row (_sums_kernel).
 Points alike in what a rule reads are evaluated once where at least half the
 points repeat (jit.distinct): the default tiles (compared in cycles, so the
-clock does not enter them), the cache re-reads and the working set of points
-with the same tiles, the package area and the power model's sums of its parts
+clock does not enter them) and their traffic by class of points, the cache
+re-reads and the working set by set of points with the same tiles, laid over
+the points only where a later rule reads them per point, the package area and the power model's sums of its parts
 (dse.model.area.package_area, part_sets_for), the chip's power figures then
 laid over the points in one compiled pass (_chip_power_kernel). A result of one
 value at every point comes back as that value laid over the points (read-only,
