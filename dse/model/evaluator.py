@@ -81,11 +81,11 @@ Points alike in what a rule reads are evaluated once where at least half the
 points repeat (jit.distinct): the default tiles (compared in cycles, so the
 clock does not enter them) and their traffic by class of points, the cache
 re-reads and the working set by set of points with the same tiles, laid over
-the points only where a later rule reads them per point, the package area and the power model's sums of its parts
-(dse.model.area.package_area, part_sets_for), the chip's power figures then
-laid over the points in one compiled pass (_chip_power_kernel). A result of one
-value at every point comes back as that value laid over the points (read-only,
-stride 0).
+the points only where a later rule reads them per point; the package area
+and the power model's sums of its parts (dse.model.area.package_area,
+part_sets_for), the chip's power figures then laid over the points in one
+compiled pass (_chip_power_kernel). A result of one value at every point comes
+back as that value laid over the points (read-only, stride 0).
 """
 
 from __future__ import annotations
