@@ -2118,10 +2118,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         tuple(of_class(x) for x in (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
                                     np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)),
         (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
+    class_sums = None  # (by class: the sums over the operators of a class's rows, once per class)
     if by_class:  # (what the rules after read per point; the L2 requests of visible tiles only, by class too)
         if np.ndim(visible) != 0:
             l2_requests = _l2_request_bytes(ops, c_m, c_n, of_class(c.mcast), visible_c,
                                             tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split))
+        class_sums = {k: jit.laid_over(_sum(x, ops.count), tile_class[1]) for k, x in (
+            ("bytes_local", local_bytes), ("bytes_requested", l2_requests))}
         group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
             group_waves, wave_eff, local_reads, local_bytes, l2_requests))
     rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
@@ -2433,14 +2436,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_l2_s": time_sums["t_l2_s"],
         "t_local_s": time_sums["t_local_s"],
         "bytes_l2": _sum(l2_bytes, cnt, op_shape),
-        "bytes_local": _sum(local_bytes, cnt, op_shape),
+        "bytes_local": class_sums["bytes_local"] if class_sums else _sum(local_bytes, cnt, op_shape),
         "bytes_register": _sum(reg_bytes, cnt, op_shape),
         "flops": np.array([flops]),
         "padded_flops": tot_padded[:, 0],
         "bytes_memory": bytes_mem_tot,
         "bytes_msc": _sum(bytes_msc, cnt, op_shape),
         "energy_msc_j": _sum(bytes_msc * c.e_msc, cnt, op_shape),
-        "bytes_requested": _sum(bytes_req, cnt),
+        "bytes_requested": class_sums["bytes_requested"] if class_sums else _sum(bytes_req, cnt),
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,
         "bytes_compulsory": _sum(bytes_comp, cnt),
