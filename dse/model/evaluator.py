@@ -2147,16 +2147,20 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     elif by_class:
         tile_rows = tuple(jit.laid_over(x, tile_class[1]) for x in tile_rows)
     of_set = _first_points(alike_sets[0] if by_class and alike_sets is not None else None)
+    has_msc = c.msc > 0
+    rom = (c.rom_bw, c.rom_e) if c.rom_bw is not None else None
+    # (by set, main memory's bytes too, where no memory-side cache and no ROM enter them: laid over the points only
+    # where read per point)
+    by_set = of_set is not _itself and rom is None and not has_msc.any()
 
     def cache_reads(pool, capacity):
         """r_A, r_B (tiling.cache_reads) of the block's points: ``pool`` units beside a cache of ``capacity``."""
         r = _block_kernel(_cache_reads_kernel, tile_rows, tuple(of_set(x) for x in (pool, capacity, c.buf)) +
                           (alike,), gemm_operands)
-        return r if of_set is _itself else tuple(jit.laid_over(x, alike_sets[1]) for x in r)
+        return r if of_set is _itself or by_set else tuple(jit.laid_over(x, alike_sets[1]) for x in r)
     rA, rB = cache_reads(units / dom, l2 / dom)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
-    has_msc = c.msc > 0
     bytes_msc = 0.0
     if has_msc.any():  # a memory-side cache: what the L2s miss passes through it; main memory is read by the
         # package-wide block with the cache's capacity (tiling.cache_reads)
@@ -2165,7 +2169,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         rA, rB = np.where(has_msc, hA, rA), np.where(has_msc, hB, rB)
     # compulsory traffic: every tensor moved once, no re-reads (the roofline's V, seed 004 §4.1.1, §4.8.1)
     bytes_comp = a_mem + ops.b_bytes + c_mem
-    rom = (c.rom_bw, c.rom_e) if c.rom_bw is not None else None
     if rom is not None:  # weights read from their own memory (a ROM, seed 004 §4.7.3); the rest from main memory
         bytes_comp = bytes_comp - ops.weight_bytes
     # ---- what the local buffers read from the L2 (dse.model.hierarchy): each output tile's A and B panels
@@ -2193,9 +2196,19 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # and time (memory_traffic; the B operand is the weights or the KV cache: dse.workload.Op.weight_bytes /
     # kv_bytes)
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
-    bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
-        _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0),
-        (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp))
+    memory_in = (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp)
+    set_sums = None  # (by set: the per-point sums of main memory's bytes, once per set)
+    if by_set:  # (the bytes by set, laid over the points for the rules that read them per point; the times per point,
+        # the rule's division: memory_traffic)
+        bytes_mem, bytes_w, bytes_kv = _block_kernel(_memory_kernel, (rA, rB, spill), (1.0, 0.0), memory_in)[:3]
+        set_sums = {k: jit.laid_over(_sum(x, ops.count), alike_sets[1]) for k, x in (
+            ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv))}
+        bytes_mem = jit.laid_over(bytes_mem, alike_sets[1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_memory, t_comp = bytes_mem / bw_eff, bytes_comp / bw_eff
+    else:
+        bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
+            _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0), memory_in)
     if has_msc.any():  # the memory-side cache's bandwidth beside main memory's: the memory system's time
         with np.errstate(divide="ignore", invalid="ignore"):
             t_memory = np.maximum(t_memory, np.where(c.msc_bw > 0, bytes_msc / c.msc_bw, 0.0))
@@ -2385,9 +2398,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
     d2d_tot = _sum(d2d_bytes, cnt, op_shape)
-    bytes_mem_tot = _sum(bytes_mem, cnt)
-    bytes_w_tot = _sum(bytes_w, cnt)
-    bytes_kv_tot = _sum(bytes_kv, cnt)
+    if set_sums:
+        bytes_mem_tot, bytes_w_tot, bytes_kv_tot = (set_sums[k] for k in ("bytes_memory", "bytes_weights", "bytes_kv"))
+    else:
+        bytes_mem_tot, bytes_w_tot, bytes_kv_tot = _sum(bytes_mem, cnt), _sum(bytes_w, cnt), _sum(bytes_kv, cnt)
     w = info
     tokens, flops = w.tokens, w.flops
     # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
