@@ -1414,7 +1414,13 @@ def memory_traffic(r_a, r_b, spill, bandwidth, rom, a_mem, b_bytes, c_mem, weigh
     bytes_w = weight_bytes * r_b
     moved = operand_traffic(a_mem, r_a, b_bytes, r_b, c_mem)
     moved = jit.where(rom > 0.5, moved - bytes_w, moved) + spill
-    return moved, bytes_w, kv_bytes * r_b, moved / bandwidth, compulsory / bandwidth
+    return moved, bytes_w, kv_bytes * r_b, memory_time(moved, bandwidth), memory_time(compulsory, bandwidth)
+
+
+@jit.rule
+def memory_time(bytes_moved, bandwidth):
+    """Main memory's time for ``bytes_moved`` at ``bandwidth`` B/s (the roofline's V / BW, seed 004 §4.1.1)."""
+    return bytes_moved / bandwidth
 
 
 @jit.rule
@@ -2198,14 +2204,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
     memory_in = (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp)
     set_sums = None  # (by set: the per-point sums of main memory's bytes, once per set)
-    if by_set:  # (the bytes by set, laid over the points for the rules that read them per point; the times per point,
-        # the rule's division: memory_traffic)
+    if by_set:  # (the bytes by set, laid over the points for the rules that read them per point; the times per point:
+        # memory_time, as memory_traffic gives them)
         bytes_mem, bytes_w, bytes_kv = _block_kernel(_memory_kernel, (rA, rB, spill), (1.0, 0.0), memory_in)[:3]
         set_sums = {k: jit.laid_over(_sum(x, ops.count), alike_sets[1]) for k, x in (
             ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv))}
         bytes_mem = jit.laid_over(bytes_mem, alike_sets[1])
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_memory, t_comp = bytes_mem / bw_eff, bytes_comp / bw_eff
+            t_memory, t_comp = memory_time(bytes_mem, bw_eff), memory_time(bytes_comp, bw_eff)
     else:
         bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
             _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0), memory_in)
