@@ -2124,13 +2124,13 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         tuple(of_class(x) for x in (units, ik, c.sys, np.maximum(c.rm, im), np.maximum(c.rn, inn),
                                     np.where(c.acc > 0, 0.0, tiling.ACCUMULATOR_BYTES), c.buf)),
         (ops.m, ops.n, ops.k, ops.batch, ops.emax, ops.ea, ops.eb, ops.is_gemm, ops.on_chip_a))
-    class_sums = None  # (by class: the sums over the operators of a class's rows, once per class)
+    laid_sums = {}  # (per-point sums over the operators found once per class or set, laid over the points)
     if by_class:  # (what the rules after read per point; the L2 requests of visible tiles only, by class too)
         if np.ndim(visible) != 0:
             l2_requests = _l2_request_bytes(ops, c_m, c_n, of_class(c.mcast), visible_c,
                                             tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split))
-        class_sums = {k: jit.laid_over(_sum(x, ops.count), tile_class[1]) for k, x in (
-            ("bytes_local", local_bytes), ("bytes_requested", l2_requests))}
+        laid_sums.update((k, jit.laid_over(_sum(x, ops.count), tile_class[1])) for k, x in (
+            ("bytes_local", local_bytes), ("bytes_requested", l2_requests)))
         group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
             group_waves, wave_eff, local_reads, local_bytes, l2_requests))
     rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
@@ -2147,23 +2147,25 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     alike, alike_sets = _alike_points(tile_class, alike_in,
                                       block_rows or max(c_m.shape[0], *(np.shape(x)[0] for x in alike_in)))
     tile_rows = (c_m, c_n, split, keep_a, keep_b)  # (by class: one row per class)
-    if by_class and alike_sets is not None:  # (each set of points alike once, its class's rows)
+    per_set = by_class and alike_sets is not None  # (the re-reads once per set of points alike, its class's rows)
+    if per_set:
         cls = tile_class[1][alike_sets[0]]
         tile_rows, alike = tuple(x[cls] for x in tile_rows), np.arange(float(cls.size))[:, None]
     elif by_class:
         tile_rows = tuple(jit.laid_over(x, tile_class[1]) for x in tile_rows)
-    of_set = _first_points(alike_sets[0] if by_class and alike_sets is not None else None)
+    of_set = _first_points(alike_sets[0] if per_set else None)
     has_msc = c.msc > 0
     rom = (c.rom_bw, c.rom_e) if c.rom_bw is not None else None
     # (by set, main memory's bytes too, where no memory-side cache and no ROM enter them: laid over the points only
     # where read per point)
-    by_set = of_set is not _itself and rom is None and not has_msc.any()
+    by_set = per_set and rom is None and not has_msc.any()
 
     def cache_reads(pool, capacity):
-        """r_A, r_B (tiling.cache_reads) of the block's points: ``pool`` units beside a cache of ``capacity``."""
+        """r_A, r_B (tiling.cache_reads) of the block's points: ``pool`` units beside a cache of ``capacity`` (one
+        row per set where the memory's bytes are by set too)."""
         r = _block_kernel(_cache_reads_kernel, tile_rows, tuple(of_set(x) for x in (pool, capacity, c.buf)) +
                           (alike,), gemm_operands)
-        return r if of_set is _itself or by_set else tuple(jit.laid_over(x, alike_sets[1]) for x in r)
+        return tuple(jit.laid_over(x, alike_sets[1]) for x in r) if per_set and not by_set else r
     rA, rB = cache_reads(units / dom, l2 / dom)
     a_mem = np.where(ops.on_chip_a, 0.0, ops.a_bytes)
     c_mem = np.where(ops.on_chip_c, 0.0, ops.c_bytes)
@@ -2203,12 +2205,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # kv_bytes)
     bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
     memory_in = (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp)
-    set_sums = None  # (by set: the per-point sums of main memory's bytes, once per set)
     if by_set:  # (the bytes by set, laid over the points for the rules that read them per point; the times per point:
         # memory_time, as memory_traffic gives them)
         bytes_mem, bytes_w, bytes_kv = _block_kernel(_memory_kernel, (rA, rB, spill), (1.0, 0.0), memory_in)[:3]
-        set_sums = {k: jit.laid_over(_sum(x, ops.count), alike_sets[1]) for k, x in (
-            ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv))}
+        laid_sums.update((k, jit.laid_over(_sum(x, ops.count), alike_sets[1])) for k, x in (
+            ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv)))
         bytes_mem = jit.laid_over(bytes_mem, alike_sets[1])
         with np.errstate(divide="ignore", invalid="ignore"):
             t_memory, t_comp = memory_time(bytes_mem, bw_eff), memory_time(bytes_comp, bw_eff)
@@ -2404,10 +2405,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     else:
         steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
     d2d_tot = _sum(d2d_bytes, cnt, op_shape)
-    if set_sums:
-        bytes_mem_tot, bytes_w_tot, bytes_kv_tot = (set_sums[k] for k in ("bytes_memory", "bytes_weights", "bytes_kv"))
-    else:
-        bytes_mem_tot, bytes_w_tot, bytes_kv_tot = _sum(bytes_mem, cnt), _sum(bytes_w, cnt), _sum(bytes_kv, cnt)
+    bytes_mem_tot, bytes_w_tot, bytes_kv_tot = (laid_sums[k] if k in laid_sums else _sum(x, cnt) for k, x in (
+        ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv)))
     w = info
     tokens, flops = w.tokens, w.flops
     # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
@@ -2456,14 +2455,14 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         "t_l2_s": time_sums["t_l2_s"],
         "t_local_s": time_sums["t_local_s"],
         "bytes_l2": _sum(l2_bytes, cnt, op_shape),
-        "bytes_local": class_sums["bytes_local"] if class_sums else _sum(local_bytes, cnt, op_shape),
+        "bytes_local": laid_sums["bytes_local"] if "bytes_local" in laid_sums else _sum(local_bytes, cnt, op_shape),
         "bytes_register": _sum(reg_bytes, cnt, op_shape),
         "flops": np.array([flops]),
         "padded_flops": tot_padded[:, 0],
         "bytes_memory": bytes_mem_tot,
         "bytes_msc": _sum(bytes_msc, cnt, op_shape),
         "energy_msc_j": _sum(bytes_msc * c.e_msc, cnt, op_shape),
-        "bytes_requested": class_sums["bytes_requested"] if class_sums else _sum(bytes_req, cnt),
+        "bytes_requested": laid_sums["bytes_requested"] if "bytes_requested" in laid_sums else _sum(bytes_req, cnt),
         "bytes_weights": bytes_w_tot,
         "bytes_kv": bytes_kv_tot,
         "bytes_compulsory": _sum(bytes_comp, cnt),
