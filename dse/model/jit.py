@@ -55,8 +55,8 @@ OPTIONS = {"error_model": "numpy"}
 #: pass loading the inputs again; with the limit raised, a kernel of one operator per point stores all its results
 #: in one pass on the vector lanes (a loop of 8 inputs and 12 results, 5,000 points: 3.9 -> 2.2 ns a point; the
 #: operating points' energies of 100,000 GEMM points 2.3 -> 1.3 ms) (issue 20, twentieth step). Loops over a point's
-#: operators keep their passes: there the checks run once per point (a decode step's traffic in one pass: 12.5 ->
-#: 18 ms).
+#: operators keep their passes: there the checks run once per point (a decode step's traffic in one pass: 18 ms
+#: against 12.5-13.4 in three).
 LLVM_OPTIONS = ("-vectorize-memory-check-threshold=65536",)
 
 _rules: list = []  # (function, inline) marked before numba was loaded
