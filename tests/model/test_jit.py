@@ -643,6 +643,27 @@ def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
             _same_bits(g, np.broadcast_to(r, g.shape))
 
 
+@pytest.mark.parametrize("n_ops", [5, 1])
+def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
+    """Main memory's bytes of 7 sets of points laid over 40 points (each point's set drawn at random) with what each
+    point reads from them (evaluator._memory_by_set_kernel): to the bit, the set's bytes, and numpy running the
+    rules (evaluator.memory_time of the bytes and of the per-operator compulsory bytes at the point's bandwidth,
+    evaluator.memory_energy at its J/B) on the laid-over bytes; zeros, signed zeros and infinities mixed in."""
+    rng = np.random.default_rng(RNG_SEED + 9)
+    sets, rows = 7, 40
+    (bytes_sets, comp), (bw, e_mem) = _block_inputs(rng, sets, n_ops, 2, 0)[0], _block_inputs(rng, rows, 1, 2, 0)[0]
+    comp = comp[0]
+    inverse = rng.integers(0, sets, rows)
+    inverse[:sets] = np.arange(sets)  # (every set read)
+    got = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp, e_mem[:, 0], n_ops)
+    laid = bytes_sets[inverse]
+    with jit.quiet():
+        ref = (laid, ev.memory_time(laid, bw), ev.memory_time(comp[None, :], bw), ev.memory_energy(laid, e_mem))
+    assert got.shape == (4, rows * n_ops)
+    for g, r in zip(got, ref):
+        _same_bits(g.reshape(rows, n_ops), np.broadcast_to(r, (rows, n_ops)))
+
+
 @pytest.mark.parametrize("n_ops", [6, 1])
 def test_energy_kernel_equals_its_rule_and_sums(n_ops):
     """The operating-point kernel: per element, to the bit, what numpy gives running dse.model.evaluator's
