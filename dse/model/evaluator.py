@@ -1435,7 +1435,8 @@ def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_o
     ``inverse`` each point's set) laid over the points, with what each point reads from them in the same pass: the
     time of the bytes and of the compulsory bytes (``compulsory`` per operator) at its ``bandwidth``
     (:func:`memory_time`) and their energy at its ``e_mem`` J/B (:func:`memory_energy`). Returns (4, points x
-    operators). (Four numpy passes and a laying over before: ~5 ms of a decode step's 1e5 points; issue 20.)"""
+    operators). (The laying over, two divisions and a product in numpy before: ~6 ms of a decode step's 1e5 points
+    against 2.1 in this pass; issue 20.)"""
     k = n_ops
     rows = inverse.size
     n = rows * k
