@@ -1827,6 +1827,12 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
     return out[:, :n]
 
 
+#: :func:`_tail_kernel`'s per-point inputs (the compute efficiency, the clock law's d, V_min, V_nom, V_th, V1 and
+#: scaling, leakage, clock power, the on-chip levels' J/B, the design voltage's energy scale) by their indices, in
+#: two groups of numbers or arrays (:func:`_per_point_groups`): the technology's figures, which a search rarely
+#: changes, and those that follow the clock and the units
+_TAIL_POINT_GROUPS = ((0, 2, 3, 4, 6, 9, 10, 11), (1, 5, 7, 8, 12))
+
 #: the per-point rows of :func:`_tail_kernel`: :data:`POINT_SUMS`, then these sums of the operators' times (x count)
 #: and 1 where an operator's memory traffic is slowed (memory_throttled)
 TAIL_SUMS = ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_roofline_s", "t_l2_s", "t_local_s",
@@ -1855,22 +1861,22 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
     (padded_flops, flops, rate, cr, stretch, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1, e_comp1, e_mem,
      reg_bytes, local_bytes, l2_bytes, t_comp, waves) = x
     ceff, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
-    k = jit.op_count(n_ops)
-    rows = padded_flops.size // k
+    k, at = jit.op_count(n_ops), jit.of_op
+    rows = rate.size // k
     n_sums = len(POINT_SUMS) + len(TAIL_SUMS)
     sums = np.empty((n_sums, rows))
     if n_ops is None:  # (one operator a point, jit.of_op: one pass along the points, on the vector lanes)
         w, outside = jit.of_op(count, 0), jit.of_op(grouped, 0) < 0.5
         for p in range(rows):
             t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = operator_times(
-                padded_flops[p], flops[p], rate[p], cr[p], ceff[p], wave_eff[p], t_vector1[p], t_l2_1[p], t_loc_1[p],
-                t_memory1[p])
+                at(padded_flops, p), at(flops, p), rate[p], cr[p], at(ceff, p), wave_eff[p], t_vector1[p], t_l2_1[p],
+                t_loc_1[p], t_memory1[p])
             t_busy, t_memory = memory_stretched(t_busy, t_memory1[p], stretch[p])
             v, e_scale, e_c, p_fixed, e_fixed, bound, power = operating_energy(
-                cr[p], d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p], leak[p], clk[p], e_comp1[p], e_mem[p],
-                t_busy, t_matrix, t_vector, t_memory, t_l2, t_local)
-            y = operator_sums(w, e_c, e_fixed, bound, e_scale, v, cr[p], t_busy, padded_flops[p], reg_bytes[p],
-                              local_bytes[p], l2_bytes[p], e_reg[p], e_loc[p], e_l2[p], s1[p])
+                cr[p], at(d, p), at(v_min, p), at(v_nom, p), at(v_th, p), at(v1, p), at(scaling, p), at(leak, p),
+                at(clk, p), e_comp1[p], e_mem[p], t_busy, t_matrix, t_vector, t_memory, t_l2, t_local)
+            y = operator_sums(w, e_c, e_fixed, bound, e_scale, v, cr[p], t_busy, at(padded_flops, p), reg_bytes[p],
+                              local_bytes[p], l2_bytes[p], at(e_reg, p), at(e_loc, p), at(e_l2, p), at(s1, p))
             sums[0, p], sums[1, p], sums[2, p], sums[3, p] = 0.0 + y[0], 0.0 + y[1], 0.0 + y[2], 0.0 + y[3]
             sums[4, p], sums[5, p], sums[6, p], sums[7, p] = 0.0 + y[4], 0.0 + y[5], 0.0 + y[6], 0.0 + y[7]
             sums[8, p], sums[9, p], sums[10, p], sums[11, p] = 0.0 + y[8], 0.0 + y[9], 0.0 + y[10], 0.0 + y[11]
@@ -1888,7 +1894,7 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
     e = jit.staggered(7, k)  # its voltage, energy scale, compute energy, fixed power and energy, bound and power
     for p in range(rows):
         base = p * k
-        ce = ceff[p]
+        ce = at(ceff, p)
         for j in range(k):  # (no sums in this loop: it runs on the vector lanes)
             i = base + j
             t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = operator_times(
@@ -1903,13 +1909,14 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
                                       t[1, c2], t[4, c0], t[4, c1], t[4, c2], t[2, c0], t[2, c1], t[2, c2], t[3, c0],
                                       t[3, c1], t[3, c2], 0.0, 0.0, 0.0, waves[base + c0])
             t[5, c0], t[5, c1], t[5, c2] = t[5, c0] * share, t[5, c1] * share, t[5, c2] * share
-        dd, a, b, c, f, h, lk, ck = d[p], v_min[p], v_nom[p], v_th[p], v1[p], scaling[p], leak[p], clk[p]
+        dd, a, b, c, f, h = at(d, p), at(v_min, p), at(v_nom, p), at(v_th, p), at(v1, p), at(scaling, p)
+        lk, ck = at(leak, p), at(clk, p)
         for j in range(k):  # (likewise)
             i = base + j
             e[0, j], e[1, j], e[2, j], e[3, j], e[4, j], e[5, j], e[6, j] = operating_energy(
                 cr[i], dd, a, b, c, f, h, lk, ck, e_comp1[i], e_mem[i], t[5, j], t[0, j], t[1, j], t[2, j], t[3, j],
                 t[4, j])
-        er, el, e2, s = e_reg[p], e_loc[p], e_l2[p], s1[p]
+        er, el, e2, s = at(e_reg, p), at(e_loc, p), at(e_l2, p), at(s1, p)
         s_comp = s_fixed = s_reg = s_loc_e = s_l2_e = s_dev = s_cr = s_v_f = 0.0
         b_mat = b_vec = b_mem = b_l2 = b_loc = 0.0
         s_m = s_mi = s_v = s_mem = s_roof = s_l2 = s_loc = 0.0
@@ -1983,13 +1990,23 @@ def point_results(steps, stages, step_oh, device, launches, e_fixed, fixed1, e_c
             flops / time_s / jit.where(peak > 0, peak, np.nan), leak * pw.leakage_scale(v_min, v_nom))
 
 
+#: :func:`_point_kernel`'s inputs (:func:`point_results`' but the workload's tokens and FLOPs) by their indices
+#: in groups of numbers or arrays (:func:`_per_point_groups`): the stages, the step's overhead, the launches and the
+#: links' and die-to-die bytes (one chip's: none), the technology's figures (J/B of the links and of memory, V_min,
+#: V_nom), the padded FLOPs (the same where the points' matrix units are); the others arrays
+_POINT_GROUPS = ((1, 2, 4, 9, 10), (11, 21, 23, 26, 27), (12,))
+
+
 @jit.rule
 def _point_results_of(x, p, tokens, flops):
-    """:func:`point_results` of point ``p`` from ``x``, its inputs' arrays in its order (one value per point)."""
-    return point_results(x[0][p], x[1][p], x[2][p], x[3][p], x[4][p], x[5][p], x[6][p], x[7][p], x[8][p], x[9][p],
-                         x[10][p], x[11][p], x[12][p], x[13][p], x[14][p], x[15][p], x[16][p], x[17][p], x[18][p],
-                         x[19][p], x[20][p], x[21][p], x[22][p], x[23][p], x[24][p], x[25][p], x[26][p], x[27][p],
-                         tokens, flops)
+    """:func:`point_results` of point ``p`` from ``x``, its inputs in its order: arrays of one value per point, or
+    numbers (jit.of_op)."""
+    at = jit.of_op
+    return point_results(at(x[0], p), at(x[1], p), at(x[2], p), at(x[3], p), at(x[4], p), at(x[5], p), at(x[6], p),
+                         at(x[7], p), at(x[8], p), at(x[9], p), at(x[10], p), at(x[11], p), at(x[12], p), at(x[13], p),
+                         at(x[14], p), at(x[15], p), at(x[16], p), at(x[17], p), at(x[18], p), at(x[19], p),
+                         at(x[20], p), at(x[21], p), at(x[22], p), at(x[23], p), at(x[24], p), at(x[25], p),
+                         at(x[26], p), at(x[27], p), tokens, flops)
 
 
 @jit.kernel
@@ -2028,11 +2045,28 @@ def _full(x, shape) -> np.ndarray:
 
 def _per_point(x, rows: int) -> np.ndarray:
     """A per-point column ((points, 1) or (1, 1)) as a float (points,) array."""
+    return jit.points(_per_point_column(x), rows)
+
+
+def _per_point_groups(xs: tuple, groups: tuple, rows: int) -> tuple:
+    """Per-point inputs ``xs`` (numbers, or arrays of 1 or ``rows`` values) as a kernel's arguments of ``rows``
+    points read with jit.of_op: those in one of ``groups`` (tuples of their indices) numbers where each of the group
+    has one value for every point, else arrays (jit.numbers_or_points: one decision a group); the others arrays
+    (jit.points)."""
+    out = [None] * len(xs)
+    for group in groups:
+        for i, v in zip(group, jit.numbers_or_points(tuple(xs[i] for i in group), rows)):
+            out[i] = v
+    return tuple(jit.points(x, rows) if v is None else v for x, v in zip(xs, out))
+
+
+def _per_point_column(x):
+    """A per-point column ((points, 1) or (1, 1), or a number) as a float array, its shape checked."""
     if type(x) is not np.ndarray or x.dtype is not jit.FLOAT:
         x = np.asarray(x, dtype=float)
     if x.ndim and x.shape[-1] != 1:
         raise ValueError(f"a per-point column has one value per point, got shape {x.shape}")
-    return jit.points(x, rows)
+    return x
 
 
 def _one_value(x) -> float:
@@ -2353,8 +2387,11 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         full = (padded_flops, ops.flops, rate, cr, stretch, wave_eff, t_vector, t_l2_1, t_loc_1, t_memory,
                 E_compute_op, E_mem_op, reg_bytes, local_bytes, l2_bytes, t_comp, group_waves)
         op_shape = _block_shape(full + (ceff,) + energy_point, (cnt,))
-        sums = _tail_kernel(tuple(_full(x, op_shape).reshape(-1) for x in full),
-                            tuple(_per_point(x, op_shape[0]) for x in (ceff,) + energy_point),
+        x_in = tuple(_full(x, op_shape).reshape(-1) for x in full[2 if one_op else 0:])
+        if one_op:  # (the operator's FLOPs: numbers where every point has the same, jit.numbers_or_points)
+            x_in = jit.numbers_or_points(full[:2], op_shape[0]) + x_in
+        sums = _tail_kernel(x_in, _per_point_groups(tuple(_per_point_column(x) for x in (ceff,) + energy_point),
+                                                    _TAIL_POINT_GROUPS, op_shape[0]),
                             *((_one_value(cnt), _one_value(grouped)) if one_op else
                               (jit.points(cnt, cnt.size), jit.points(grouped, grouped.size))),
                             _group_columns(ops), None if one_op else op_shape[1])
@@ -2446,7 +2483,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
               point["voltage_flops"], point["voltage_min"], clock, bytes_mem_tot, c.bw_raw, bytes_w_tot, e_w,
               bytes_kv_tot, e_mem, peak_main, c.leak, c.v_min, v_nom)
     rows = max(x.shape[0] if type(x) is np.ndarray and x.ndim else 1 for x in inputs)  # (the points they broadcast to)
-    res = dict(zip(POINT_RESULTS, _point_kernel(tuple(jit.points(x, rows) for x in inputs), float(tokens),
+    res = dict(zip(POINT_RESULTS, _point_kernel(_per_point_groups(inputs, _POINT_GROUPS, rows), float(tokens),
                                                 float(flops))))
     time_s = res["time_s"]
     # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)

@@ -43,8 +43,8 @@ import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points",
-           "number_or_points", "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op",
-           "op_count", "is_integer", "is_array", "quiet", "compiler"]
+           "number_or_points", "numbers_or_points", "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over",
+           "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -378,16 +378,35 @@ def points(x, n: int) -> np.ndarray:
     return a
 
 
+def _one_valued(x) -> bool:
+    """``x`` (a number or an array, points along its first axis) has one value for every point by its layout: a
+    number, an array of one value, or one value laid over the points with a stride of 0 (as dse.hardware.chips holds
+    a figure no point changes)."""
+    return type(x) is not np.ndarray or x.ndim == 0 or x.size == 1 or x.strides[0] == 0
+
+
 def number_or_points(x, n: int):
     """``x`` as a kernel's argument of ``n`` points read with :func:`of_op`: one number where every point has the
-    same value (a number, an array of one value, or one value laid over the points with a stride of 0, as
-    dse.hardware.chips holds a figure no point changes), so that the kernel's loop loads only what varies and keeps
-    the number in a register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.)"""
+    same value (:func:`_one_valued`), so that the kernel's loop loads only what varies and keeps the number in a
+    register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.)"""
     if type(x) is not np.ndarray:
         x = np.asarray(x, dtype=float)
     if x.ndim == 0 or x.size == 1 or x.strides[0] == 0:
         return float(x.item(0))
     return points(x, n)
+
+
+def numbers_or_points(xs, n: int) -> tuple:
+    """A group of a kernel's per-point arguments ``xs`` read with :func:`of_op`: numbers where every one of them has
+    one value for every point (:func:`_one_valued`: a chip's technology figures, the links' bytes of one chip), so
+    that the kernel's loop loads only what varies; else all of them as :func:`points`. One decision for the group,
+    not one per argument: two signatures of the kernel per group (the package's kernel, its inputs each a number
+    or an array, compiled 43 in the test suite). A loop of one operator per point that streams ~55 arrays through
+    main memory runs at ~15 GB/s where one of ~20 runs at ~65: each array a kernel does not read is time
+    (issue 20)."""
+    if all(_one_valued(x) for x in xs):
+        return tuple(float(np.asarray(x).item(0)) for x in xs)
+    return tuple(points(x, n) for x in xs)
 
 
 #: arrays of one value, or one row, over the points, shared (:func:`filled`): (the value's bytes, its shape, the
@@ -558,8 +577,8 @@ def set_of(inverse, i: int) -> int:
 
 
 def of_op(x, j):
-    """Operator ``j``'s value of a per-operator kernel argument: ``x[j]`` of an array, ``x`` itself of a number.
-    A block of one operator per point passes its per-operator values as numbers and ``None`` for the operator count
+    """Operator ``j``'s value of a per-operator kernel argument (or point ``j``'s of a per-point one,
+    :func:`numbers_or_points`): ``x[j]`` of an array, ``x`` itself of a number. A block of one operator per point passes its per-operator values as numbers and ``None`` for the operator count
     (:func:`op_count`): that call compiles a kernel of its own, where the loop over a point's operators is one
     step long and its values sit in registers, so LLVM runs the loop over the points on the vector lanes (an array
     load inside the loop might alias the results' stores and keeps it one point at a time: the design-clock kernel
