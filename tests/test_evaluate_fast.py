@@ -98,6 +98,21 @@ def test_systems_of_chips(wl):
     assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), wl)
 
 
+@pytest.mark.parametrize("wl", ["decode", "gemm"])
+def test_technology_that_varies_per_point(wl):
+    """The technology's figures (voltages, the on-chip levels' and the links' J/B, the compute efficiency) differing
+    from point to point, as in a search over process nodes: the kernels then read them as arrays where every point
+    sharing them reads numbers (evaluator._TAIL_POINT_GROUPS, _POINT_GROUPS); against the reference."""
+    def extra(rng, n):
+        return {"tech.v_min": rng.choice([0.6, 0.7], n), "tech.v_nominal": rng.choice([0.85, 0.95], n),
+                "energy.register_file": rng.choice([1e-12, 2e-12], n), "energy.l2": rng.choice([2e-12, 4e-12], n),
+                "energy.link": rng.choice([5e-12, 1e-11], n),
+                "calibration.compute_efficiency": rng.choice([0.8, 1.0], n), "tdp": rng.choice([300.0, 700.0], n)}
+    chips = random_points("h100", 24, seed=29, extra=extra)
+    w = workload(wl)
+    assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), wl)
+
+
 def test_breakdown_and_rom():
     chips = random_points("h100", 16, seed=3, extra=lambda rng, n: {"l2": rng.choice([2e6, 5e7, 2e8], n),
                                                                     "local_buffer": rng.choice([64e3, 228e3], n)})

@@ -215,6 +215,21 @@ def test_number_or_points_gives_a_shared_figure_as_a_number():
         jit.number_or_points(np.arange(3.0), 5)
 
 
+def test_numbers_or_points_decides_for_the_group():
+    """jit.numbers_or_points: a group of figures every point has (numbers, one value, one value laid over the points
+    with a stride of 0) as Python floats, their bits kept; one figure of the group that varies and all of them as
+    jit.points lays them out (read-only, n values each): one decision for the group, two signatures a kernel."""
+    shared = (2.5, np.array([[-0.0]]), np.broadcast_to(np.array(np.nan), (4,)), np.array([3]))
+    got = jit.numbers_or_points(shared, 4)
+    assert all(type(x) is float for x in got)
+    assert got[0] == 2.5 and np.signbit(got[1]) and np.isnan(got[2]) and got[3] == 3.0
+    varying = shared + (np.array([1.0, 2.0, 2.0, 5.0]),)
+    got = jit.numbers_or_points(varying, 4)
+    assert all(isinstance(x, np.ndarray) and x.shape == (4,) and not x.flags.writeable for x in got)
+    assert got[0].tolist() == [2.5] * 4 and np.signbit(got[1]).all() and np.isnan(got[2]).all()
+    assert got[4].tolist() == [1.0, 2.0, 2.0, 5.0]
+
+
 def test_nan_to_num_gives_numpys_values_and_skips_the_copy_where_all_are_finite():
     """dse.model.args.nan_to_num: numpy's np.nan_to_num values (NaN -> the given number, +-inf -> the largest finite
     float, -0.0 kept), the array itself where every value is finite."""
@@ -600,6 +615,18 @@ def test_point_results_compiled_equal_numpy():
         assert len(got) == len(ref) == len(ev.POINT_RESULTS)
         for g, r in zip(got, ref):
             _same_bits(g, r)
+    # the groups of inputs every point shares (evaluator._POINT_GROUPS: one chip, the technology's figures) given
+    # as one value each: read as numbers, the same bits as numpy's on the values laid over the points
+    shared = list(cols)
+    for group in ev._POINT_GROUPS:
+        for i in group:
+            shared[i] = np.array([[rng.choice(SPECIAL) if rng.random() < 0.3 else rng.uniform(0.0, 2.0)]])
+    args = ev._per_point_groups(tuple(shared), ev._POINT_GROUPS, n)
+    assert sum(type(x) is float for x in args) == sum(len(g) for g in ev._POINT_GROUPS)
+    with jit.quiet():
+        ref = ev.point_results(*(np.broadcast_to(x.reshape(-1), (n,)) for x in shared), 8.0, 3e9)
+    for g, r in zip(ev._point_kernel(args, 8.0, 3e9), ref):
+        _same_bits(g, r)
 
 
 def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
