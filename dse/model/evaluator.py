@@ -119,6 +119,9 @@ _WIDER = ["int4", "mxfp4", "nvfp4", "mxfp6", "mxfp6_e3m2", "fp8_e4m3", "fp8_e5m2
 #: (point x operator) elements per block: big enough to amortize numpy's per-call cost (measured best at 2^17 once
 #: the temporaries stopped coming back as fresh pages, see _MALLOC_SETTINGS; 2^15 before)
 _BLOCK_ELEMENTS = 1 << 17
+#: the operators a point of :func:`_clock_kernel` and :func:`_tail_kernel` can have: the length of their scratch rows
+#: (jit.SCRATCH_ROW; more take the passes)
+_ROW = jit.SCRATCH_ROW
 #: a block of several operators per point without a breakdown: its times at the design clock and its operating
 #: points by :func:`_clock_kernel`, and where it has no die-to-die placement and no expert-parallel load, what
 #: follows by :func:`_tail_kernel` (point by point, without the (points x operators) arrays of the passes they
@@ -1767,7 +1770,7 @@ def _clock_kernel(x, per_point, exps, groups, n_ops, floor, steps):
     rows = n // k
     n_groups = groups.shape[0]
     out = jit.staggered(5, n)
-    b = jit.staggered(8, k)  # a point's busy_at_design_clock results
+    b = np.empty((8, _ROW))  # a point's busy_at_design_clock results (rows a constant apart: jit.SCRATCH_ROW)
     hot = np.empty(k + n_groups)  # 1 where an operator (then a fused block) is over TDP at the design clock
     rates = np.empty((4, max(n_groups, 1)))  # the fused blocks' operator_power_rates
     chunk = pw.BISECTION_CHUNK
@@ -1890,9 +1893,9 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
             sums[22, p], sums[23, p] = 0.0 + t_l2 * w, 0.0 + t_local * w
             sums[24, p] = jit.where(stretch[p] > 1.0, 1.0, 0.0)
         return sums
-    t = jit.staggered(8, k)  # a point's matrix, vector, memory, L2, local-buffer and operator times, the ideal
+    t = np.empty((8, _ROW))  # a point's matrix, vector, memory, L2, local-buffer and operator times, the ideal
     # matrix time and the roofline's
-    e = jit.staggered(7, k)  # its voltage, energy scale, compute energy, fixed power and energy, bound and power
+    e = np.empty((7, _ROW))  # its voltage, energy scale, compute energy, fixed power and energy, bound and power
     for p in range(rows):
         base = p * k
         ce = at(ceff, p)
@@ -2342,7 +2345,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # the times at the design clock: the matrix unit's, the on-chip levels' (they run on the core clock: the L2
     # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
     # time), the units' busy time; the operating points from them
-    fused = _FUSED and len(ops.names) > 1 and not want_ops
+    fused = _FUSED and 1 < len(ops.names) <= _ROW and not want_ops  # (the kernels' scratch: _ROW operators)
     busy_rates = (ceff, vrate, xrate, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock)
     if fused:  # (point by point: _clock_kernel)
         full = (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, E_compute_op, E_mem_op, t_memory,

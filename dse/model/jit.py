@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
-           "overload_numbers", "staggered", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num", "points",
-           "number_or_points", "numbers_or_points", "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over",
-           "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
+           "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num",
+           "points", "number_or_points", "numbers_or_points", "filled", "distinct", "sets_alike", "laid_over",
+           "rows_laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -258,6 +258,17 @@ def staggered(count, n):
     step = STAGGER_BYTES // 8
     stride = n + (step - n) % 512  # (a multiple of 512 doubles, 4 KiB, plus the step)
     return np.empty((count, stride))
+
+
+#: the length (doubles) of the rows of a kernel's scratch for one point's operators, ``np.empty((rows,
+#: SCRATCH_ROW))`` inside the kernel (up to SCRATCH_ROW operators a point; rows STAGGER_BYTES apart modulo 4 KiB, as
+#: :func:`staggered`'s). The rows of a jit.staggered array lie a stride apart that LLVM learns only at run time, so a
+#: loop that stores to several of them is checked, before it runs, against each array it loads (one check per
+#: pair: 88 before the tail kernel's loop over a point's times), and the block kernels enter such loops once per
+#: point, each ~16 operators long: most of their time went to the checks. Rows a constant apart are one object to
+#: LLVM, checked once against each input: a decode block (8,192 points x 16 operators) 2.5 -> 2.1 ms in the tail
+#: kernel, 1.14 -> 0.96 ms in the clock kernel, the same bits (issue 20).
+SCRATCH_ROW = 4096 + STAGGER_BYTES // 8
 
 
 def where(condition, x, y):
