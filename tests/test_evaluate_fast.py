@@ -98,6 +98,24 @@ def test_systems_of_chips(wl):
     assert_same(evaluate_workload(chips, w), evaluate_workload(chips, w, reference=True), wl)
 
 
+def test_more_operators_a_point_than_the_kernels_scratch_take_the_passes(monkeypatch):
+    """A point of more operators than the clock and tail kernels' scratch rows hold (evaluator._ROW, jit.SCRATCH_ROW:
+    4,136) is evaluated by the passes, within rounding of the kernels' numbers (the bound lowered here to 8 of a
+    decode step's operators; the kernels compiled with the real one)."""
+    chips = random_points("h100", 12, seed=31)
+    w = workload("decode")
+    fused = evaluate_workload(chips, w)
+    calls = []
+    real = ev._clock_kernel
+    monkeypatch.setattr(ev, "_clock_kernel", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(ev, "_ROW", 8)
+    passes = evaluate_workload(chips, w)
+    assert not calls
+    for k, a in fused.columns.items():
+        if np.asarray(a).dtype.kind == "f":
+            np.testing.assert_allclose(a, passes.columns[k], rtol=1e-13, atol=0.0, equal_nan=True, err_msg=k)
+
+
 @pytest.mark.parametrize("wl", ["decode", "gemm"])
 def test_technology_that_varies_per_point(wl):
     """The technology's figures (voltages, the on-chip levels' and the links' J/B, the compute efficiency) differing
