@@ -550,6 +550,9 @@ def laid_over(values, inverse) -> np.ndarray:
     ``values[inverse[i]]`` (a compiled loop: numpy's ``take`` of a small table ran ~3x slower); of (distinct
     points, columns) values, its row (:func:`rows_laid_over`)."""
     values = np.ascontiguousarray(values, dtype=float)
+    if values.ndim == 2 and values.shape[1] == 1:  # (a column: laid over as numbers, 2.3-3.6x the rows' speed, whose
+        # loop over a row's one value is entered once a point: 100,000 GEMM points of 233 classes 222 -> 61 us)
+        return _laid_over_kernel(values.reshape(-1), inverse).reshape(-1, 1)
     if values.ndim == 2:
         return _laid_over_rows_kernel(values, inverse)
     return _laid_over_kernel(values, inverse)
