@@ -393,7 +393,9 @@ def _one_valued(x) -> bool:
     """``x`` (a number or an array, points along its first axis) has one value for every point by its layout: a
     number, an array of one value, or one value laid over the points with a stride of 0 (as dse.hardware.chips holds
     a figure no point changes)."""
-    return type(x) is not np.ndarray or x.ndim == 0 or x.size == 1 or x.strides[0] == 0
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    return x.ndim == 0 or x.size == 1 or x.strides[0] == 0
 
 
 def number_or_points(x, n: int):
@@ -402,7 +404,7 @@ def number_or_points(x, n: int):
     register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.)"""
     if type(x) is not np.ndarray:
         x = np.asarray(x, dtype=float)
-    if x.ndim == 0 or x.size == 1 or x.strides[0] == 0:
+    if _one_valued(x):
         return float(x.item(0))
     return points(x, n)
 
@@ -592,11 +594,12 @@ def set_of(inverse, i: int) -> int:
 
 def of_op(x, j):
     """Operator ``j``'s value of a per-operator kernel argument (or point ``j``'s of a per-point one,
-    :func:`numbers_or_points`): ``x[j]`` of an array, ``x`` itself of a number. A block of one operator per point passes its per-operator values as numbers and ``None`` for the operator count
-    (:func:`op_count`): that call compiles a kernel of its own, where the loop over a point's operators is one
-    step long and its values sit in registers, so LLVM runs the loop over the points on the vector lanes (an array
-    load inside the loop might alias the results' stores and keeps it one point at a time: the design-clock kernel
-    on 100,000 GEMM points 0.70 -> 0.19 ms) (issue 20)."""
+    :func:`numbers_or_points`): ``x[j]`` of an array, ``x`` itself of a number. A block of one operator per point
+    passes its per-operator values as numbers and ``None`` for the operator count (:func:`op_count`): that call
+    compiles a kernel of its own, where the loop over a point's operators is one step long and its values sit in
+    registers, so LLVM runs the loop over the points on the vector lanes (an array load inside the loop might alias
+    the results' stores and keeps it one point at a time: the design-clock kernel on 100,000 GEMM points 0.70 ->
+    0.19 ms) (issue 20)."""
     return x if np.ndim(x) == 0 else x[j]
 
 
