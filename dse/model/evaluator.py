@@ -2043,7 +2043,7 @@ def _full(x, shape) -> np.ndarray:
         x = np.ascontiguousarray(np.broadcast_to(x, shape))
     if x.flags.writeable:
         x = x.view()
-        x.flags.writeable = False
+        x.setflags(write=False)
     return x
 
 

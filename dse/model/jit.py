@@ -377,15 +377,14 @@ def points(x, n: int) -> np.ndarray:
     a = x if type(x) is np.ndarray and x.dtype is FLOAT else np.asarray(x, dtype=float)
     if a.size == n and a.flags.c_contiguous:
         a = a.reshape(n)  # (a view: the caller's array keeps its flags)
-        if a.flags.writeable:
-            a.flags.writeable = False
+        a.setflags(write=False)  # (~0.2 us less a call than reading and setting a.flags, ~120 calls at N = 1)
         return a
     if a.size == 1 or (a.ndim == 1 and a.size == n and a.strides[0] == 0):  # (one value over them: shared)
         return filled(a.reshape(-1)[0], n)
     else:
         a = np.ascontiguousarray(np.broadcast_to(a.reshape(-1), (n,)))
     a = a.view()
-    a.flags.writeable = False
+    a.setflags(write=False)
     return a
 
 
