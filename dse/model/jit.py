@@ -400,12 +400,9 @@ def _one_valued(x) -> bool:
 def number_or_points(x, n: int):
     """``x`` as a kernel's argument of ``n`` points read with :func:`of_op`: one number where every point has the
     same value (:func:`_one_valued`), so that the kernel's loop loads only what varies and keeps the number in a
-    register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.)"""
-    if type(x) is not np.ndarray:
-        x = np.asarray(x, dtype=float)
-    if _one_valued(x):
-        return float(x.item(0))
-    return points(x, n)
+    register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.) A group of one
+    (:func:`numbers_or_points`)."""
+    return numbers_or_points((x,), n)[0]
 
 
 def numbers_or_points(xs, n: int) -> tuple:
