@@ -2001,28 +2001,28 @@ def point_results(steps, stages, step_oh, device, launches, e_fixed, fixed1, e_c
 _POINT_GROUPS = ((1, 2, 4, 9, 10), (11, 12, 21, 23, 26, 27))
 
 
-@jit.rule
-def _point_results_of(x, p, tokens, flops):
-    """:func:`point_results` of point ``p`` from ``x``, its inputs in its order: arrays of one value per point, or
-    numbers (jit.of_op)."""
-    at = jit.of_op
-    return point_results(at(x[0], p), at(x[1], p), at(x[2], p), at(x[3], p), at(x[4], p), at(x[5], p), at(x[6], p),
-                         at(x[7], p), at(x[8], p), at(x[9], p), at(x[10], p), at(x[11], p), at(x[12], p), at(x[13], p),
-                         at(x[14], p), at(x[15], p), at(x[16], p), at(x[17], p), at(x[18], p), at(x[19], p),
-                         at(x[20], p), at(x[21], p), at(x[22], p), at(x[23], p), at(x[24], p), at(x[25], p),
-                         at(x[26], p), at(x[27], p), tokens, flops)
-
-
 @jit.kernel
 def _point_kernel(x, tokens, flops):
-    """:func:`point_results` of a block's points (``x``: its inputs but the workload's tokens and FLOPs, each one
-    value per point, (points,)): the results' rows of one (results, points) array, ~45 numpy passes over the
-    points before (issue 20). One pass, on the vector lanes with jit.LLVM_OPTIONS (it made four of four or five
-    results before them: 100,000 GEMM points 1.37 -> 1.17 ms alone)."""
-    n = x[0].size
+    """:func:`point_results` of a block's points (``x``: its inputs but the workload's tokens and FLOPs, in its order,
+    each one value per point, (points,), or a number: jit.of_op): the results' rows of one (results, points) array,
+    ~45 numpy passes over the points before (issue 20). One pass, on the vector lanes with jit.LLVM_OPTIONS. The
+    inputs are taken out of their tuple before the loop: read as ``x[k]`` inside it, each array's data pointer
+    is loaded from the tuple in memory, which the results' stores might overwrite for all LLVM knows, and the loop
+    ran one point at a time (100,000 GEMM points 1.78 -> ~0.9 ms alone, 15.4 -> 4.1 ns a point where they sit in
+    the caches)."""
+    (steps, stages, step_oh, device, launches, e_fixed, fixed1, e_compute, e_mem_ops, link_bytes, d2d_bytes, e_link,
+     padded_flops, clock_flops, clock_min, voltage_flops, voltage_min, clock, bytes_mem, bw_raw, bytes_w, e_w,
+     bytes_kv, e_mem, peak, leak, v_min, v_nom) = x
+    at = jit.of_op
+    n = steps.size
     out = jit.staggered(len(POINT_RESULTS), n)
     for p in range(n):
-        t = _point_results_of(x, p, tokens, flops)
+        t = point_results(at(steps, p), at(stages, p), at(step_oh, p), at(device, p), at(launches, p), at(e_fixed, p),
+                          at(fixed1, p), at(e_compute, p), at(e_mem_ops, p), at(link_bytes, p), at(d2d_bytes, p),
+                          at(e_link, p), at(padded_flops, p), at(clock_flops, p), at(clock_min, p),
+                          at(voltage_flops, p), at(voltage_min, p), at(clock, p), at(bytes_mem, p), at(bw_raw, p),
+                          at(bytes_w, p), at(e_w, p), at(bytes_kv, p), at(e_mem, p), at(peak, p), at(leak, p),
+                          at(v_min, p), at(v_nom, p), tokens, flops)
         out[0, p], out[1, p], out[2, p], out[3, p] = t[0], t[1], t[2], t[3]
         out[4, p], out[5, p], out[6, p], out[7, p], out[8, p] = t[4], t[5], t[6], t[7], t[8]
         out[9, p], out[10, p], out[11, p], out[12, p] = t[9], t[10], t[11], t[12]
