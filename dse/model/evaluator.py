@@ -1439,8 +1439,9 @@ def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_o
     time of the bytes and of the compulsory bytes (``compulsory`` per operator) at its ``bandwidth``
     (:func:`memory_time`) and their energy at its ``e_mem`` J/B (:func:`memory_energy`). Returns (4, points x
     operators). (The laying over, two divisions and a product in numpy before: ~6 ms of a decode step's 1e5 points
-    against 2.1 in this pass; issue 20.)"""
-    k = n_ops
+    against 2.1 in this pass; issue 20.) One operator per point: ``n_ops`` None and ``compulsory`` a number
+    (jit.of_op), the loop along the points on the vector lanes (100,000 GEMM points 0.65 -> 0.25 ms alone)."""
+    k = jit.op_count(n_ops)
     rows = inverse.size
     n = rows * k
     out = jit.staggered(4, n)
@@ -1450,8 +1451,8 @@ def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_o
         for j in range(k):
             i = base + j
             b = bytes_sets[src + j]
-            out[0, i], out[1, i], out[2, i], out[3, i] = b, memory_time(b, bw), memory_time(compulsory[j], bw), \
-                memory_energy(b, em)
+            out[0, i], out[1, i], out[2, i], out[3, i] = b, memory_time(b, bw), \
+                memory_time(jit.of_op(compulsory, j), bw), memory_energy(b, em)
     return out[:, :n]
 
 
@@ -2280,7 +2281,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         rows, n_op = alike_sets[1].size, len(ops.names)
         bytes_mem, t_memory, t_comp, E_mem_op = (x.reshape(rows, n_op) for x in _memory_by_set_kernel(
             _full(bytes_mem, (alike_sets[0].size, n_op)).reshape(-1), alike_sets[1], _per_point(bw_eff, rows),
-            jit.points(bytes_comp, n_op), _per_point(c.e_mem, rows), n_op))
+            _one_value(bytes_comp) if n_op == 1 else jit.points(bytes_comp, n_op), _per_point(c.e_mem, rows),
+            None if n_op == 1 else n_op))
     else:
         bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
             _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0), memory_in)

@@ -255,14 +255,28 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x = np.ascontiguousarray(x).view()
         x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
         return x
-    r, stretch = _operating_points(*(laid(x) for x in cols), rows, None if n_ops == 1 else n_ops, float(floor),
+    args = [laid(x) for x in cols]
+    numbers = jit.numbers_or_points(tuple(cols[i] for i in _POINT_NUMBERS), rows)
+    if type(numbers[0]) is float:  # (the chip's TDP and technology as numbers, where every point has them)
+        for i, v in zip(_POINT_NUMBERS, numbers):
+            args[i] = v
+    r, stretch = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
                                    BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     return r.reshape(shape), stretch.reshape(shape)
 
 
+#: :func:`sustained_operating_point`'s inputs that :func:`_operating_points` takes as numbers where every point and
+#: operator has the same (a group: one decision, one more signature of the kernel): the TDP and the technology's
+#: voltages (V_min, V_nom, V_th) and voltage scaling. Read from arrays they were 5 of the 14 arrays its pass over
+#: the points streams (100,000 GEMM points 1.50-1.66 -> 1.38-1.45 ms alone, issue 20)
+_POINT_NUMBERS = (0, 9, 10, 11, 13)
+
+
 def _row(x, p):
     """Point p's values of an input laid out by :func:`sustained_operating_point`: its value, or its row of
-    operators (a row of one for a per-operator input)."""
+    operators (a row of one for a per-operator input); a number itself."""
+    if np.ndim(x) == 0:
+        return x
     return x[p] if np.ndim(x) == 1 else x[min(p, len(x) - 1)]
 
 
@@ -272,7 +286,9 @@ _of = jit.of_op
 
 @jit.overload_numbers(_row)
 def _row_numbers(x, p):
-    """:func:`_row` in kernels, by the input's type."""
+    """:func:`_row` in kernels, by the input's type (a number: itself)."""
+    if not jit.is_array(x):
+        return lambda x, p: x
     if x.ndim == 1:
         return lambda x, p: x[p]
     return lambda x, p: x[min(p, x.shape[0] - 1)]
@@ -309,7 +325,7 @@ def bisect_chunk(vals, lo, hi, m, floor, steps):
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
                       scaling, rows, n_ops, floor, steps):
     """:func:`sustained_operating_point` on inputs of one value per point ((points,)) or of shape (points or 1,
-    operators): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
+    operators), or numbers (:data:`_POINT_NUMBERS`): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
     the design clock (a point's values loaded once; its inputs read in place, no transposed copies); the entries
     over are bisected :data:`BISECTION_CHUNK` at a time, their inputs gathered (the rates of
     :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache through the steps, with
