@@ -1539,6 +1539,56 @@ def vector_time(vector_flops, exps, vector_rate, exp_rate):
 
 
 @jit.rule
+def design_clock_figures(units, clock, vector_fpc, exp_pc, l2_bw, dies, local_bw, v1, v_nom, leak, fixed1, bw_raw,
+                         bw_factor, in_flight, txn_bytes, latency):
+    """A point's figures at the design clock that its operators share: the vector unit's FLOP/s and exponentials/s
+    (units x per cycle x clock), the L2's B/s (per die and cycle x dies x clock), the local buffers' (per unit and
+    cycle x units x clock), the switching energies' scale (V1 / V_nom)^2, the leakage at V1 and the clock tree's
+    power (the fixed power's rest; dse.model.power), and main memory's bandwidth (the interface's x its efficiency,
+    capped by Little's law: dse.model.links)."""
+    leak1 = leak * pw.leakage_scale(v1, v_nom)
+    return (units * vector_fpc * clock, units * exp_pc * clock, l2_bw * dies * clock, local_bw * units * clock,
+            pw.dynamic_energy_scale(v1, v_nom), leak1, fixed1 - leak1,
+            links.little_bandwidth(bw_raw * bw_factor, in_flight, txn_bytes, latency))
+
+
+#: :func:`design_clock_figures`' inputs (its order) that are one group of numbers or arrays
+#: (:func:`_per_point_groups`): the chip's structure (per-cycle rates, dies), V_nom and main memory's efficiency,
+#: transactions and latency; the units, the clock, V1, the leakage, the fixed power and the interface's bandwidth
+#: (which follow the units, the clock and the stacks) arrays
+_DESIGN_CLOCK_GROUPS = ((2, 3, 4, 5, 6, 8, 12, 13, 14, 15),)
+
+
+@jit.kernel
+def _design_clock_kernel(x):
+    """:func:`design_clock_figures` of a block's points (``x``: its inputs, arrays of one value per point or
+    numbers, jit.of_op), one pass: its 8 results (jit.staggered). (~15 numpy passes over the points' columns
+    before, each writing an array: 0.47 -> 0.23 ms for the columns of 100,000 GEMM points alone; issue 20.)"""
+    (units, clock, vector_fpc, exp_pc, l2_bw, dies, local_bw, v1, v_nom, leak, fixed1, bw_raw, bw_factor, in_flight,
+     txn_bytes, latency) = x
+    at = jit.of_op
+    n = units.size
+    out = jit.staggered(8, n)
+    for p in range(n):
+        t = design_clock_figures(at(units, p), at(clock, p), at(vector_fpc, p), at(exp_pc, p), at(l2_bw, p),
+                                 at(dies, p), at(local_bw, p), at(v1, p), at(v_nom, p), at(leak, p), at(fixed1, p),
+                                 at(bw_raw, p), at(bw_factor, p), at(in_flight, p), at(txn_bytes, p), at(latency, p))
+        out[0, p], out[1, p], out[2, p], out[3, p] = t[0], t[1], t[2], t[3]
+        out[4, p], out[5, p], out[6, p], out[7, p] = t[4], t[5], t[6], t[7]
+    return out[:, :n]
+
+
+def _design_clock_columns(c: "ChipColumns", fixed1) -> tuple:
+    """:func:`design_clock_figures` of the points of ``c`` (the fixed power ``fixed1`` at the design clock), each a
+    (rows, 1) column: one row where no input varies."""
+    xs = (c.units, c.clock, c.vfpc, c.xpc, c.l2bw, c.dies, c.locbw, c.v1, c.v_nom, c.leak, fixed1, c.bw_raw, c.beff,
+          c.inflight, c.txn, c.lat)
+    rows = max(x.shape[0] for x in xs)
+    out = _design_clock_kernel(_per_point_groups(xs, _DESIGN_CLOCK_GROUPS, rows))
+    return tuple(out[k].reshape(rows, 1) for k in range(8))
+
+
+@jit.rule
 def busy_at_design_clock(padded_flops, rate, ceff, wave_eff, vector_flops, exps, vector_rate, exp_rate, l2_bytes,
                          l2_rate, local_reads, buf, local_rate):
     """An operator's times at the design clock, the power ceiling's inputs: the matrix unit's busy time without
@@ -2271,7 +2321,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # ---- memory bandwidth: interface x efficiency, capped by Little's law (seed 004 §4.3.3); main memory's bytes
     # and time (memory_traffic; the B operand is the weights or the KV cache: dse.workload.Op.weight_bytes /
     # kv_bytes)
-    bw_eff = links.effective_bandwidth(c.bw_raw * c.beff, c.inflight, c.txn, c.lat)
+    v_nom = c.v_nom
+    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5, c.v1)  # (V1: power_inputs')
+    if (c.nsys == 1).all() and (c.npart == 1).all():  # (power_inputs' own: the same rule of the same numbers)
+        fixed1 = c.fixed1
+    else:  # (a system's or a partition's leakage and clock power: scaled columns)
+        fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
+    # (the figures at the design clock the operators share, one pass: the vector unit's, the L2's and the local
+    # buffers' rates, the switching energies' scale, the leakage and clock power at V1 (reported apart:
+    # static_power_w, clock_power_w), main memory's bandwidth)
+    vrate, xrate, l2_rate, local_rate, s1, leak1, clk1, bw_eff = _design_clock_columns(c, fixed1)
     memory_in = (a_mem, ops.b_bytes, c_mem, ops.weight_bytes, ops.kv_bytes, bytes_comp)
     if by_set:  # (the bytes by set, laid over the points with the times and the energy each point reads from them:
         # memory_time, as memory_traffic gives them, and memory_energy)
@@ -2295,8 +2354,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             t_comp = np.maximum(t_comp, np.where(ops.weight_bytes > 0, ops.weight_bytes / rom[0], 0.0))
 
     # ---- vector unit (softmax, norms, activations)
-    vrate = units * c.vfpc * clock
-    xrate = units * c.xpc * clock
     vector_flops = ops.vector_flops
     if c.dq and ops.dequant_flops.any():  # the dequantizing path of weight-only quantization
         vector_flops = vector_flops + _by_format(c.dq, ops) * ops.dequant_flops
@@ -2307,9 +2364,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # unit's reads), the L2 (what the local buffers read), main memory
     e_mem = c.e_mem
     cnt = ops.count
-    v_nom = c.v_nom
-    law = pw.ClockLaw(c.d, c.v_min, v_nom, c.v_th, c.vscale > 0.5, c.v1)  # (V1: power_inputs')
-    s1 = pw.dynamic_energy_scale(law.v1, v_nom)
     # (at the design clock's voltage: compute_energy)
     reg_bytes, l2_bytes, E_compute_op = _block_kernel(
         _compute_energy_kernel, (padded_flops, e_flop, _by_format(c.rbf, ops), vector_flops, local_bytes, bytes_req),
@@ -2332,12 +2386,6 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # memory traffic is slowed as well, as far as the power fits (``memory_throttled``); a design whose leakage
     # and clock alone exceed its TDP cannot run (infinite time).
     tdp = c.tdp_limit
-    leak1 = c.leak * pw.leakage_scale(law.v1, v_nom)  # (reported apart: static_power_w, clock_power_w)
-    if (c.nsys == 1).all() and (c.npart == 1).all():  # (power_inputs' own: the same rule of the same numbers)
-        fixed1 = c.fixed1
-    else:  # (a system's or a partition's leakage and clock power: scaled columns)
-        fixed1 = pw.fixed_power(c.leak, c.clk, law, 1.0)
-    clk1 = fixed1 - leak1
     tot_padded = _sum(padded_flops, cnt)[:, None]
     peak_main = _sum(rate_flops, cnt)[:, None] / np.maximum(tot_padded, 1.0)  # FLOP-weighted peak rate
     leak_run, clk_run = c.leak, c.clk
@@ -2348,7 +2396,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # shared by the units, each unit's local buffer wave by wave like its matrix unit; no wave loss for the busy
     # time), the units' busy time; the operating points from them
     fused = _FUSED and 1 < len(ops.names) <= _ROW and not want_ops  # (the kernels' scratch: _ROW operators)
-    busy_rates = (ceff, vrate, xrate, c.l2bw * c.dies * clock, c.buf, c.locbw * units * clock)
+    busy_rates = (ceff, vrate, xrate, l2_rate, c.buf, local_rate)
     if fused:  # (point by point: _clock_kernel)
         full = (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, E_compute_op, E_mem_op, t_memory,
                 group_waves)

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dse.model import jit
+
 __all__ = [
     "interface_bandwidth",
     "transfer_time",
@@ -75,8 +77,14 @@ def effective_bandwidth(interface_bw, in_flight, txn_bytes, latency):
     """
     latency = np.asarray(latency, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cap = np.where((latency > 0) & (in_flight > 0), in_flight * txn_bytes / latency, np.inf)
-    return np.minimum(interface_bw, cap)
+        return little_bandwidth(interface_bw, in_flight, txn_bytes, latency)
+
+
+@jit.rule
+def little_bandwidth(interface_bw, in_flight, txn_bytes, latency):
+    """:func:`effective_bandwidth`'s rule (numbers in kernels, arrays in Python, unchecked)."""
+    cap = jit.where((latency > 0) & (in_flight > 0), in_flight * txn_bytes / latency, np.inf)
+    return jit.minimum(interface_bw, cap)
 
 
 def ring_allreduce_time(bytes_, n_peers, bandwidth_per_direction, alpha=0.0, count=1.0):

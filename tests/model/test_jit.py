@@ -629,6 +629,39 @@ def test_point_results_compiled_equal_numpy():
         _same_bits(g, r)
 
 
+def test_design_clock_figures_compiled_equal_numpy():
+    """dse.model.evaluator.design_clock_figures (a point's vector, L2 and local-buffer rates, energy scale, leakage and
+    clock power at V1, main memory's bandwidth) run by numpy on arrays and by its kernel (_design_clock_kernel), on
+    random inputs with zeros, infinities and NaN mixed in (a latency or a transaction count of 0: the interface
+    alone): the same bits, result by result; its group of shared figures given as one value each, read as
+    numbers, numpy's bits on the values laid over the points."""
+    rng = np.random.default_rng(RNG_SEED + 11)
+    n = 3000
+    n_in = len(inspect.signature(ev.design_clock_figures).parameters)
+    cols = []
+    for _ in range(n_in):
+        x = rng.uniform(0.0, 2.0, n)
+        pick = rng.random(n) < 0.1
+        x[pick] = rng.choice(SPECIAL, pick.sum())
+        cols.append(x.reshape(n, 1))
+    with jit.quiet():
+        ref = ev.design_clock_figures(*(x[:, 0] for x in cols))
+    got = ev._design_clock_kernel(ev._per_point_groups(tuple(cols), (), n))
+    assert len(ref) == got.shape[0] == 8
+    for g, r in zip(got, ref):
+        _same_bits(g, r)
+    shared = list(cols)
+    for group in ev._DESIGN_CLOCK_GROUPS:
+        for i in group:
+            shared[i] = np.array([[rng.choice(SPECIAL) if rng.random() < 0.3 else rng.uniform(0.0, 2.0)]])
+    args = ev._per_point_groups(tuple(shared), ev._DESIGN_CLOCK_GROUPS, n)
+    assert sum(type(x) is float for x in args) == sum(len(g) for g in ev._DESIGN_CLOCK_GROUPS)
+    with jit.quiet():
+        ref = ev.design_clock_figures(*(np.broadcast_to(x.reshape(-1), (n,)) for x in shared))
+    for g, r in zip(ev._design_clock_kernel(args), ref):
+        _same_bits(g, r)
+
+
 def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
     """Random (points, operators) and (points, 1) inputs with zeros, signed zeros and infinities mixed in."""
     def values(shape):
