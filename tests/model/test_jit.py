@@ -617,16 +617,24 @@ def test_point_results_compiled_equal_numpy():
             _same_bits(g, r)
     # the groups of inputs every point shares (evaluator._POINT_GROUPS: one chip, the technology's figures) given
     # as one value each: read as numbers, the same bits as numpy's on the values laid over the points
-    shared = list(cols)
-    for group in ev._POINT_GROUPS:
-        for i in group:
-            shared[i] = np.array([[rng.choice(SPECIAL) if rng.random() < 0.3 else rng.uniform(0.0, 2.0)]])
-    args = ev._per_point_groups(tuple(shared), ev._POINT_GROUPS, n)
-    assert sum(type(x) is float for x in args) == sum(len(g) for g in ev._POINT_GROUPS)
+    args, laid = _shared_groups(rng, cols, ev._POINT_GROUPS, n)
     with jit.quiet():
-        ref = ev.point_results(*(np.broadcast_to(x.reshape(-1), (n,)) for x in shared), 8.0, 3e9)
+        ref = ev.point_results(*laid, 8.0, 3e9)
     for g, r in zip(ev._point_kernel(args, 8.0, 3e9), ref):
         _same_bits(g, r)
+
+
+def _shared_groups(rng, cols, groups, n):
+    """``cols`` (a kernel's per-point inputs) with those of ``groups`` one value each, specials among them: (the
+    kernel's arguments, the groups read as numbers, evaluator._per_point_groups; numpy's inputs, the values laid
+    over the ``n`` points)."""
+    shared = list(cols)
+    for group in groups:
+        for i in group:
+            shared[i] = np.array([[rng.choice(SPECIAL) if rng.random() < 0.3 else rng.uniform(0.0, 2.0)]])
+    args = ev._per_point_groups(tuple(shared), groups, n)
+    assert sum(type(x) is float for x in args) == sum(len(g) for g in groups)
+    return args, tuple(np.broadcast_to(x.reshape(-1), (n,)) for x in shared)
 
 
 def test_design_clock_figures_compiled_equal_numpy():
@@ -650,14 +658,9 @@ def test_design_clock_figures_compiled_equal_numpy():
     assert len(ref) == got.shape[0] == 8
     for g, r in zip(got, ref):
         _same_bits(g, r)
-    shared = list(cols)
-    for group in ev._DESIGN_CLOCK_GROUPS:
-        for i in group:
-            shared[i] = np.array([[rng.choice(SPECIAL) if rng.random() < 0.3 else rng.uniform(0.0, 2.0)]])
-    args = ev._per_point_groups(tuple(shared), ev._DESIGN_CLOCK_GROUPS, n)
-    assert sum(type(x) is float for x in args) == sum(len(g) for g in ev._DESIGN_CLOCK_GROUPS)
+    args, laid = _shared_groups(rng, cols, ev._DESIGN_CLOCK_GROUPS, n)
     with jit.quiet():
-        ref = ev.design_clock_figures(*(np.broadcast_to(x.reshape(-1), (n,)) for x in shared))
+        ref = ev.design_clock_figures(*laid)
     for g, r in zip(ev._design_clock_kernel(args), ref):
         _same_bits(g, r)
 
