@@ -42,9 +42,10 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
-           "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax", "nan_to_num",
-           "points", "number_or_points", "numbers_or_points", "filled", "distinct", "sets_alike", "laid_over",
-           "rows_laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array", "quiet", "compiler"]
+           "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax",
+           "nan_to_num", "points", "one_valued", "number_or_points", "numbers_or_points", "filled", "distinct",
+           "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array",
+           "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -388,7 +389,7 @@ def points(x, n: int) -> np.ndarray:
     return a
 
 
-def _one_valued(x) -> bool:
+def one_valued(x) -> bool:
     """``x`` (a number or an array, points along its first axis) has one value for every point by its layout: a
     number, an array of one value, or one value laid over the points with a stride of 0 (as dse.hardware.chips holds
     a figure no point changes)."""
@@ -399,7 +400,7 @@ def _one_valued(x) -> bool:
 
 def number_or_points(x, n: int):
     """``x`` as a kernel's argument of ``n`` points read with :func:`of_op`: one number where every point has the
-    same value (:func:`_one_valued`), so that the kernel's loop loads only what varies and keeps the number in a
+    same value (:func:`one_valued`), so that the kernel's loop loads only what varies and keeps the number in a
     register; else :func:`points`. (Each pattern of numbers and arrays is a signature of its own.) A group of one
     (:func:`numbers_or_points`)."""
     return numbers_or_points((x,), n)[0]
@@ -407,13 +408,13 @@ def number_or_points(x, n: int):
 
 def numbers_or_points(xs, n: int) -> tuple:
     """A group of a kernel's per-point arguments ``xs`` read with :func:`of_op`: numbers where every one of them has
-    one value for every point (:func:`_one_valued`: a chip's technology figures, the links' bytes of one chip), so
+    one value for every point (:func:`one_valued`: a chip's technology figures, the links' bytes of one chip), so
     that the kernel's loop loads only what varies; else all of them as :func:`points`. One decision for the group,
     not one per argument: two signatures of the kernel per group (the package's kernel, its inputs each a number
     or an array, compiled 43 in the test suite). A loop of one operator per point that streams ~55 arrays through
     main memory runs at ~15 GB/s where one of ~20 runs at ~65: each array a kernel does not read is time
     (issue 20)."""
-    if all(_one_valued(x) for x in xs):
+    if all(one_valued(x) for x in xs):
         return tuple(float(np.asarray(x).item(0)) for x in xs)
     return tuple(points(x, n) for x in xs)
 

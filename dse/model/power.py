@@ -256,10 +256,9 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
         return x
     args = [laid(x) for x in cols]
-    numbers = jit.numbers_or_points(tuple(cols[i] for i in _POINT_NUMBERS), rows)
-    if type(numbers[0]) is float:  # (the chip's TDP and technology as numbers, where every point has them)
-        for i, v in zip(_POINT_NUMBERS, numbers):
-            args[i] = v
+    if all(jit.one_valued(cols[i]) for i in _POINT_NUMBERS):  # (the TDP and technology as numbers: one group)
+        for i in _POINT_NUMBERS:
+            args[i] = float(np.asarray(cols[i]).item(0))
     r, stretch = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
                                    BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     return r.reshape(shape), stretch.reshape(shape)
@@ -325,12 +324,13 @@ def bisect_chunk(vals, lo, hi, m, floor, steps):
 def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clock, d, v_min, v_nom, v_th, v1,
                       scaling, rows, n_ops, floor, steps):
     """:func:`sustained_operating_point` on inputs of one value per point ((points,)) or of shape (points or 1,
-    operators), or numbers (:data:`_POINT_NUMBERS`): (r, stretch), each (points, operators). One pass over a point's operators finds those over TDP at
-    the design clock (a point's values loaded once; its inputs read in place, no transposed copies); the entries
-    over are bisected :data:`BISECTION_CHUNK` at a time, their inputs gathered (the rates of
-    :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache through the steps, with
-    one branch-free pass per step (to 2^-steps of the range, the lower end kept) on the vector lanes (the
-    bisection 9x the numpy steps' speed; chunked, 100,000 GEMM points 1.17 -> 0.81 ms for the kernel: issue 20)."""
+    operators), or numbers (:data:`_POINT_NUMBERS`): (r, stretch), each (points, operators). One pass over a
+    point's operators finds those over TDP at the design clock (a point's values loaded once; its inputs read in
+    place, no transposed copies); the entries over are bisected :data:`BISECTION_CHUNK` at a time, their inputs
+    gathered (the rates of :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache
+    through the steps, with one branch-free pass per step (to 2^-steps of the range, the lower end kept) on the
+    vector lanes (the bisection 9x the numpy steps' speed; chunked, 100,000 GEMM points 1.17 -> 0.81 ms for the
+    kernel: issue 20)."""
     n_ops = jit.op_count(n_ops)
     r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
     hot = np.empty(rows * n_ops, dtype=np.bool_)
