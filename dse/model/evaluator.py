@@ -1653,20 +1653,33 @@ def operating_energy(cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1,
     return v, e_scale, e_comp, p_fixed, e_fixed, bound, power
 
 
+#: the results of :func:`busy_at_design_clock` (its indices) that :func:`_busy_kernel` stores for one operator a
+#: point: the L2's and the local buffers' times, the busy times without and with the waves' loss and the vector
+#: unit's time. The matrix unit's busy times and the local buffers' without the loss are read by fused attention
+#: blocks alone, which one operator a point never has (3 of 8 results not written over the points: 100,000 GEMM
+#: points 0.61 -> 0.35-0.45 ms in place; issue 20)
+_BUSY_ONE_OP = (2, 4, 5, 6, 7)
+
+
 @jit.kernel
 def _busy_kernel(padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, ceff, vector_rate, exp_rate,
                  l2_rate, buf, local_rate, exps, n_ops):
     """:func:`busy_at_design_clock` over a block: flat (points x operators) arrays, then per-point ones, then the
-    exponentials per operator; its 8 results (jit.staggered)."""
-    n, n_ops = padded_flops.size, jit.op_count(n_ops)
-    out = jit.staggered(8, n)
-    for p in range(n // n_ops):
+    exponentials per operator; its 8 results (jit.staggered), those of :data:`_BUSY_ONE_OP` for one operator a point
+    (``n_ops`` None)."""
+    n, k = padded_flops.size, jit.op_count(n_ops)
+    out = jit.staggered(len(_BUSY_ONE_OP) if n_ops is None else 8, n)
+    for p in range(n // k):
         ce, vr, xr, l2r, b, lr = ceff[p], vector_rate[p], exp_rate[p], l2_rate[p], buf[p], local_rate[p]
-        for j in range(n_ops):
-            i = p * n_ops + j
-            out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i], out[7, i] = \
-                busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], jit.of_op(exps, j),
+        for j in range(k):
+            i = p * k + j
+            t = busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], jit.of_op(exps, j),
                                      vr, xr, l2_bytes[i], l2r, local_reads[i], b, lr)
+            if n_ops is None:
+                out[0, i], out[1, i], out[2, i] = t[_BUSY_ONE_OP[0]], t[_BUSY_ONE_OP[1]], t[_BUSY_ONE_OP[2]]
+                out[3, i], out[4, i] = t[_BUSY_ONE_OP[3]], t[_BUSY_ONE_OP[4]]
+            else:
+                out[0, i], out[1, i], out[2, i], out[3, i], out[4, i], out[5, i], out[6, i], out[7, i] = t
     return out[:, :n]
 
 
@@ -2408,9 +2421,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             jit.points(ops.exps, shape[1]), _group_columns(ops), shape[1], float(MIN_CLOCK_RATIO),
             pw.BISECTION_STEPS))
     else:
-        t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = _block_kernel(
-            _busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads), busy_rates,
-            (ops.exps,))
+        busy = _block_kernel(_busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads),
+                             busy_rates, (ops.exps,))
+        busy = dict(zip(range(8) if len(busy) == 8 else _BUSY_ONE_OP, busy))  # (one operator a point: 5, None the rest)
+        t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = (busy.get(k) for k in range(8))
         cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,
                                                    clk_run, law, MIN_CLOCK_RATIO)
         if ops.attn_groups:  # a fused attention block's three operators run at once: one power ceiling for the three

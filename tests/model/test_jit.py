@@ -700,6 +700,8 @@ def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
         args = [next(kinds[kind]) for kind in order]
         with jit.quiet():
             ref = rule(*args)
+        if rule is ev.busy_at_design_clock and n_ops == 1:  # (one operator a point: the results it stores)
+            ref = tuple(ref[k] for k in ev._BUSY_ONE_OP)
         got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op))
         assert len(got) == len(ref)
         for r, g in zip(ref, got):
