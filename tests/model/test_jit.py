@@ -713,7 +713,8 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     """Main memory's bytes of 7 sets of points laid over 40 points (each point's set drawn at random) with what each
     point reads from them (evaluator._memory_by_set_kernel): to the bit, the set's bytes, and numpy running the
     rules (evaluator.memory_time of the bytes and of the per-operator compulsory bytes at the point's bandwidth,
-    evaluator.memory_energy at its J/B) on the laid-over bytes; zeros, signed zeros and infinities mixed in."""
+    evaluator.memory_energy at its J/B) on the laid-over bytes; zeros, signed zeros and infinities mixed in; one
+    operator a point compiled for it too (``n_ops`` None), the same bits."""
     rng = np.random.default_rng(RNG_SEED + 9)
     sets, rows = 7, 40
     (bytes_sets, comp), (bw, e_mem) = _block_inputs(rng, sets, n_ops, 2, 0)[0], _block_inputs(rng, rows, 1, 2, 0)[0]
@@ -727,6 +728,9 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     assert got.shape == (4, rows * n_ops)
     for g, r in zip(got, ref):
         _same_bits(g.reshape(rows, n_ops), np.broadcast_to(r, (rows, n_ops)))
+    if n_ops == 1:  # (compiled for one operator a point: its compulsory bytes a number, jit.of_op; the same bits)
+        one = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], float(comp[0]), e_mem[:, 0], None)
+        _same_bits(one, got)
 
 
 @pytest.mark.parametrize("n_ops", [6, 1])
