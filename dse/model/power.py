@@ -255,10 +255,8 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         x = np.ascontiguousarray(x).view()
         x.flags.writeable = False  # (read-only as jit.points: one compiled signature)
         return x
-    args = [laid(x) for x in cols]
-    if all(jit.one_valued(cols[i]) for i in _POINT_NUMBERS):  # (the TDP and technology as numbers: one group)
-        for i in _POINT_NUMBERS:
-            args[i] = float(np.asarray(cols[i]).item(0))
+    numbers = all(jit.one_valued(cols[i]) for i in _POINT_NUMBERS)  # (the TDP and technology as numbers: one group)
+    args = [float(np.asarray(x).item(0)) if numbers and i in _POINT_NUMBERS else laid(x) for i, x in enumerate(cols)]
     r, stretch = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
                                    BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     return r.reshape(shape), stretch.reshape(shape)
