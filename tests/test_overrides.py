@@ -287,6 +287,29 @@ def test_a_figure_no_point_changes_is_held_once(name):
         over_points(np.arange(3.0), 4)
 
 
+
+def test_taking_points_keeps_their_figures_their_names_and_what_they_share():
+    """Chips.take gives the points at the indices (repeats too) with their own figures and names ("point<i>": i the
+    point's number in the points it was first taken from, through a second take), and a figure every point shares
+    stays one read-only value over them (stride 0), as from_base holds it."""
+    base, n = load_chip("h100-sxm"), 6
+    chips = Chips.from_base(base, n, {"units": np.arange(10.0, 16.0), "clock": np.linspace(1e9, 2e9, n)})
+    t = chips.take([4, 1, 1, 5])
+    assert t.n == 4 and t.names == ["point4", "point1", "point1", "point5"]
+    assert t["units"].tolist() == [14.0, 11.0, 11.0, 15.0]
+    assert t["clock"].tolist() == chips["clock"][[4, 1, 1, 5]].tolist()
+    assert t.take([3, 0]).names == ["point5", "point4"] and t.take(2).names == ["point1"]
+    assert t.inputs["units"].tolist() == [14.0, 11.0, 11.0, 15.0]
+    for k in ("tech.v_min", "memory.capacity", "dies"):
+        assert t[k].shape == (4,) and t[k].strides == (0,) and not t[k].flags.writeable, k
+        assert (t[k] == chips[k][0]).all(), k
+    one = Chips.from_base(base, 1, {"units": np.array([20.0])})
+    many = one.take(np.zeros(3, dtype=np.int64))  # (one point taken three times: its figures over three points)
+    assert many.names == ["point0"] * 3 and many["units"].tolist() == [20.0] * 3 and many["dies"].shape == (3,)
+    specs = Chips.from_specs([load_chip("h100-sxm"), load_chip("mi355x")])
+    assert specs.take([1, 0]).names == [specs.names[1], specs.names[0]]
+
+
 def test_scalar_tables_agree_with_the_derivation():
     """dse.technology.chip_energy (the scalar look-up) and ChipSpec's figures give what Chips derive."""
     for s in catalog():

@@ -37,10 +37,18 @@ class Chips:
         if len(n) != 1:
             raise ValueError(f"arrays of different lengths: {n}")
         self.n = n.pop()
-        self.names = names or [f"point{i}" for i in range(self.n)]
+        self._names = names or None  # (None: "point<i>", made when first read: _numbered)
+        self._numbered = None  # (the points' numbers in the Chips they were taken from; None: 0 .. N - 1)
         self.specs = specs
         self.base = base  # the chip the points were built on (from_base): its node and memory technology
         self.inputs = inputs  # the raw inputs ``arrays`` was derived from (NaN: not given); None if built directly
+
+    @property
+    def names(self) -> list[str]:
+        """The points' names: the specs', else "point<i>" (i: the point's number in the points it was taken from)."""
+        if self._names is None:
+            self._names = [f"point{i}" for i in (range(self.n) if self._numbered is None else self._numbered.tolist())]
+        return self._names
 
     def __len__(self) -> int:
         return self.n
@@ -201,12 +209,24 @@ class Chips:
         return a if a.shape[0] == 1 else a[:1] if a.strides[0] == 0 else a
 
     def take(self, index) -> "Chips":
+        """The points at ``index``; a figure every point shares stays one value over them
+        (:func:`same_at_every_point`)."""
         idx = np.atleast_1d(np.asarray(index))
-        arrays = {k: v[idx] for k, v in self.arrays.items()}
-        names = [self.names[i] for i in idx]
+        m = idx.size
+
+        def taken(v):  # (a read-only view of one value over n >= m points: its first m, a slice, not broadcast_to)
+            if v.strides[0] == 0 and v.shape[0] >= m:
+                return v[:m]
+            return over_points(v[:1], m) if same_at_every_point(v) else v[idx]
+
+        arrays = {k: taken(v) for k, v in self.arrays.items()}
         specs = [self.specs[i] for i in idx] if self.specs else None
-        inputs = {k: v[idx] for k, v in self.inputs.items()} if self.inputs is not None else None
-        return Chips(arrays, self.formats, names, specs, self.base, inputs)
+        inputs = {k: taken(v) for k, v in self.inputs.items()} if self.inputs is not None else None
+        if self._names is not None:
+            return Chips(arrays, self.formats, [self._names[i] for i in idx], specs, self.base, inputs)
+        out = Chips(arrays, self.formats, None, specs, self.base, inputs)
+        out._numbered = idx if self._numbered is None else self._numbered[idx]
+        return out
 
 
 def _over_points(arrays: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:

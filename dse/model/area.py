@@ -85,6 +85,7 @@ when the row still fits along the edge, whichever bounding box is smaller.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -675,11 +676,64 @@ def part_sets(package: PackageArea) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`part_sets` of :func:`package_area_for`'s package, its sums of parts alone (:func:`_part_sums_kernel`: the
     evaluator's power model reads nothing else of it; 100,000 points of continuous L2 and local buffers, no two
-    alike: 5.2 ms for the package's kernel, 2.0 for the sums'; a GEMM of them ~25.6 -> ~22.5 ms) (issue 20)."""
+    alike: 5.2 ms for the package's kernel, 2.0 for the sums'; a GEMM of them ~25.6 -> ~22.5 ms) (issue 20).
+
+    Points alike in the figures the package reads (:data:`_PACKAGE_READS`: those a call was seen to read) share a
+    package: it is computed on the first point of each set alone (a sweep of the clock, the power or the memory
+    bandwidth leaves it as it is), not on every point before its sets are found; the sets' call checks that it read
+    nothing else (else, and on the first call, the package of every point, the figures it reads noted)."""
     process, memory = process_and_memory(chips)
-    r, inverse, _ = _package_results(chips, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None, tech,
-                                     sums_only=True)
+    n = len(chips)
+    if n > 1 and _PACKAGE_READS and not chips.specs:  # (points of specs: their own node and memory, by name)
+        alike = jit.sets_alike([a for k, a in chips.arrays.items() if k in _PACKAGE_READS
+                                and not same_at_every_point(a)], n)
+        if alike is not None:
+            first, inverse = alike
+            firsts = chips.take(first)
+            firsts.arrays = arrays = _Reads(firsts.arrays)
+            r, again, _ = _package_results(firsts, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT,
+                                           None, tech, sums_only=True)
+            if arrays.read <= _PACKAGE_READS:
+                return (*(r[k] for k in PART_SUMS), inverse if again is None else again[inverse])
+    reading = copy.copy(chips)
+    reading.arrays = arrays = _Reads(chips.arrays)
+    r, inverse, _ = _package_results(reading, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None,
+                                     tech, sums_only=True)
+    _PACKAGE_READS.update(arrays.read)
     return (*(r[k] for k in PART_SUMS), inverse)
+
+
+#: the chip's figures (:class:`dse.hardware.chips.Chips` names) :func:`part_sets_for` has seen the package read
+_PACKAGE_READS: set[str] = set()
+
+
+class _Reads(dict):
+    """A chip's arrays that note the names read: looked up or asked for, or all of them where their values are
+    iterated over (the names alone, the same at every point, are not read)."""
+
+    def __init__(self, arrays):
+        super().__init__(arrays)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return dict.__contains__(self, key)
+
+    def values(self):
+        self.read.update(dict.keys(self))
+        return dict.values(self)
+
+    def items(self):
+        self.read.update(dict.keys(self))
+        return dict.items(self)
 
 
 def _part_sums(parts: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -505,6 +505,41 @@ def test_part_sets_for_equals_the_packages_parts_summed(base, alike):
         assert np.all(got > 0), names
 
 
+
+@pytest.mark.parametrize("known", ["learned", "none", "but_l2"])
+def test_part_sets_for_computes_once_per_set_of_what_the_package_reads(known, monkeypatch):
+    """part_sets_for computes the package on the first point of each set of points alike in the figures a call saw
+    it read (area._PACKAGE_READS; the clock and the TDP are not among them), and checks that the call read nothing
+    else: where the figures known are all it reads, 200 points of 3 units x 2 L2 x 2 HBM stacks (and so their
+    memory bandwidth) with clocks and TDPs of their own are 12 packages; where none is known, or the L2 is not
+    (the sets found without it, then the call reads it), every point's package, the figures then noted. Each
+    point's sums of parts are, to the bit, those of its package computed for it alone."""
+    rng = np.random.default_rng(3)
+    n = 200
+    over = {"units": rng.choice([16.0, 96.0, 264.0], n), "l2": rng.choice([2.5e7, 1e8], n),
+            "hbm.stacks": rng.choice([3.0, 6.0], n), "clock": rng.uniform(1e9, 2e9, n),
+            "tdp": rng.uniform(300.0, 1500.0, n)}
+    chips = Chips.from_base(load_chip("h100-sxm"), n, over)
+    monkeypatch.setattr(area, "_PACKAGE_READS", set())
+    area.part_sets_for(chips)  # (the first call: every point's package, the figures it reads noted)
+    learned = set(area._PACKAGE_READS)
+    assert {"units", "l2", "hbm.stacks", "memory.bandwidth"} <= learned and not {"clock", "tdp"} & learned
+    monkeypatch.setattr(area, "_PACKAGE_READS", {"learned": set(learned), "none": set(),
+                                                 "but_l2": learned - {"l2"}}[known])
+    sizes = []
+    real = area._package_results
+    monkeypatch.setattr(area, "_package_results", lambda c, *a, **k: sizes.append(len(c)) or real(c, *a, **k))
+    *sums, inverse = area.part_sets_for(chips)
+    assert sizes == {"learned": [12], "none": [n], "but_l2": [6, n]}[known]
+    assert area._PACKAGE_READS == learned
+    assert inverse is not None and inverse.shape == (n,) and sums[0].shape == (12,)
+    monkeypatch.setattr(area, "_package_results", real)
+    for i in range(0, n, 9):
+        alone = area.part_sums(area.package_area_for(chips.take([i])))
+        for got, want in zip(sums, alone):
+            assert np.array_equal(got[inverse[i]:inverse[i] + 1], want), i
+
+
 def test_matrix_area_is_the_max_over_formats():
     base = load_chip("h100-sxm")
     fp4 = "matrix.flops_per_cycle.mxfp4"
