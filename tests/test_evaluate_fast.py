@@ -17,6 +17,7 @@ import pytest
 from dse import workload as W
 from dse.hardware import Chips, load_chip
 import dse.model.evaluator as ev
+from dse.model import jit
 from dse.model.evaluator import evaluate_workload
 
 RTOL = 1e-9
@@ -153,8 +154,8 @@ def test_large_batch_blocks_match_reference_rows():
 
 
 def test_blocks_of_one_value_are_laid_over_and_other_blocks_kept(monkeypatch):
-    """A result of one value for a whole block (every point the same) comes back once, laid over the points (a view of
-    stride 0), where every block gives that value; a block that gives another value, or a value per point, has its
+    """A result of one value for a whole block (every point the same, or one value laid over its points: jit.one_over)
+    comes back once, laid over the points (a view of stride 0), where every block gives that value; a block that gives another value, or a value per point, has its
     own. The blocks' results here are made up (a wrapper of the block's evaluation), so that blocks differ."""
     w = workload("gemm")
     monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 8)  # (8 points a block: 20 points in three blocks)
@@ -168,7 +169,8 @@ def test_blocks_of_one_value_are_laid_over_and_other_blocks_kept(monkeypatch):
         seen.append(k)
         r = dict(r, flops=np.array([1.0 + k]) if k == 2 else np.array([1.0]),  # the last block: another value
                  quant_error=np.full(r["time_s"].shape, 7.0) if k == 1 else np.array([7.0]),  # one per point
-                 system_chips=np.array([3.0]))  # the same in every block
+                 system_chips=np.array([3.0]),  # the same in every block
+                 laid=jit.one_over(np.array([5.0]), r["time_s"].shape[0]))  # one value laid over a block's points
         return r, r_ops
     monkeypatch.setattr(ev, "_evaluate_block", blocks)
     out = evaluate_workload(chips, w).columns
@@ -177,6 +179,7 @@ def test_blocks_of_one_value_are_laid_over_and_other_blocks_kept(monkeypatch):
     np.testing.assert_array_equal(out["quant_error"], [7.0] * 20)
     np.testing.assert_array_equal(out["system_chips"], [3.0] * 20)
     assert out["system_chips"].strides == (0,) and out["flops"].strides == (8,)
+    assert out["laid"].strides == (0,) and out["laid"].tolist() == [5.0] * 20
 
 
 @pytest.mark.parametrize("wl", ["prefill", "decode"])

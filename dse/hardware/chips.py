@@ -8,6 +8,7 @@ from dse import technology
 from dse.errors import SpecError, unknown_name
 from dse.hardware.records import ChipSpec, _canonical_format
 from dse.hardware.rules import KEEPS, MEMORY_CODE, OPTIONAL_INPUTS, derive, override_rules
+from dse.model import jit
 from dse.model.links import TOPOLOGIES
 from dse.precision import get_format
 
@@ -250,7 +251,7 @@ def over_points(a, n: int) -> np.ndarray:
     if a.size != 1:
         raise ValueError(f"{a.shape[0] if a.ndim else 1} values for {n} design points")
     a = a.reshape(1)
-    return a if n == 1 else np.broadcast_to(a, (n,))
+    return a if n == 1 else jit.one_over(a, n)
 
 
 def same_at_every_point(a: np.ndarray) -> bool:

@@ -1363,7 +1363,7 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
     first, inverse = tile_class
     if inverse.size > 1:
         if not keys:  # (the classes themselves: jit.distinct of them would give the same, numbered in order too)
-            return first[inverse].astype(float)[:, None], tile_class
+            return jit.laid_over(first.astype(float), inverse)[:, None], tile_class
         keys.append(inverse.astype(float))
     if not keys:
         return np.zeros((rows, 1)), (np.zeros(1, dtype=np.int64), np.zeros(rows, dtype=np.int64))
@@ -1371,7 +1371,7 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
     if alike is None:
         return np.arange(float(rows))[:, None], None
     first, inverse = alike
-    return first[inverse].astype(float)[:, None], (first, inverse)
+    return jit.laid_over(first.astype(float), inverse)[:, None], (first, inverse)
 
 
 @jit.kernel
@@ -2815,7 +2815,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
     op_arrays = None
     if N <= block:
         r, r_ops = _evaluate_block(cols, ops, tiles, info, breakdown)
-        out = {k: (v if v.shape[0] == N else np.broadcast_to(v, (N,))) for k, v in r.items()}
+        out = {k: (v if v.shape[0] == N else jit.one_over(v, N)) for k, v in r.items()}
         if breakdown:
             op_arrays = {k: np.broadcast_to(v, (N, O)) for k, v in r_ops.items()}
     else:  # block by block, each block's results written into the (N,) outputs while still in cache
@@ -2824,6 +2824,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
             e = min(N, s + block)
             t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
             r, r_ops = _evaluate_block(cols.rows(s, e), ops, t, info, breakdown)
+            r = {k: v[:1] if v.strides[0] == 0 else v for k, v in r.items()}  # (one value laid over: that value)
             if out is None:
                 once = {k: v for k, v in r.items() if v.shape[0] == 1}
                 out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items() if k not in once}
@@ -2839,10 +2840,10 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
             if breakdown:
                 for k, v in r_ops.items():
                     op_arrays[k][s:e] = v
-        out.update({k: np.broadcast_to(v, (N,)) for k, v in once.items()})
+        out.update({k: jit.one_over(v, N) for k, v in once.items()})
     # the chip's own arrays (no copy), for a system of several chips their sum
     # capacity adds up under tensor and pipeline parallelism; a partition has its share of the package's
-    nsys = chips.get("system.chips", 1.0) / chips.get("system.partitions", 1.0)
+    nsys = chips.compact("system.chips", 1.0) / chips.compact("system.partitions", 1.0)
     out["capacity_bytes"] = chips.memory_capacity * nsys if np.any(nsys != 1) else chips.memory_capacity
     breakdown_rec = None
     if breakdown:

@@ -43,7 +43,7 @@ import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax",
-           "nan_to_num", "points", "one_valued", "number_or_points", "numbers_or_points", "filled", "distinct",
+           "nan_to_num", "points", "one_valued", "one_over", "number_or_points", "numbers_or_points", "filled", "distinct",
            "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array",
            "quiet", "compiler"]
 
@@ -389,6 +389,17 @@ def points(x, n: int) -> np.ndarray:
     return a
 
 
+def one_over(a: np.ndarray, n: int) -> np.ndarray:
+    """The one value of ``a`` (an array of one value) laid over ``n`` points as a read-only view of it (stride 0), as
+    dse.hardware.chips holds a figure every point shares: np.broadcast_to's, made directly (~1 us a call, not ~3:
+    a GEMM evaluation of 100,000 points made ~50) (issue 20)."""
+    if a.size != 1:
+        raise ValueError(f"one_over lays one value over the points, got {a.size}")
+    v = np.ndarray((n,), dtype=a.dtype, buffer=np.ascontiguousarray(a), strides=(0,))
+    v.flags.writeable = False
+    return v
+
+
 def one_valued(x) -> bool:
     """``x`` (a number or an array, points along its first axis) has one value for every point by its layout: a
     number, an array of one value, or one value laid over the points with a stride of 0 (as dse.hardware.chips holds
@@ -549,8 +560,14 @@ def _distinct_kernel(bits, most):
 def laid_over(values, inverse) -> np.ndarray:
     """The values of the distinct points (:func:`distinct`'s first points) laid over all points: point i takes
     ``values[inverse[i]]`` (a compiled loop: numpy's ``take`` of a small table ran ~3x slower); of (distinct
-    points, columns) values, its row (:func:`rows_laid_over`)."""
+    points, columns) values, its row (:func:`rows_laid_over`). One value (or column of one value) in every set:
+    :func:`one_over` that value, a read-only view."""
     values = np.ascontiguousarray(values, dtype=float)
+    if values.ndim == 1 or values.shape[1] == 1:  # (one value in every set, to the bit: that value over the points,
+        bits = values.reshape(-1).view(np.int64)  # read-only, nothing written: a GEMM's bytes of memory, weights
+        if bits.size and bits[0] == bits[-1] and (bits == bits[0]).all():  # and KV cache, issue 20)
+            one = one_over(values.reshape(-1)[:1], inverse.size)
+            return one if values.ndim == 1 else one[:, None]
     if values.ndim == 2 and values.shape[1] == 1:  # (a column: laid over as numbers, 2.3-3.6x the rows' speed, whose
         # loop over a row's one value is entered once a point: 100,000 GEMM points of 233 classes 222 -> 61 us)
         return _laid_over_kernel(values.reshape(-1), inverse).reshape(-1, 1)

@@ -297,6 +297,31 @@ def test_distinct_points_by_their_bits():
     assert first.tolist() == [0, 1, 2, 5] and inverse.tolist() == [0, 1, 2, 2, 0, 3, 1]
 
 
+
+def test_one_value_in_every_set_is_laid_over_as_a_view():
+    """jit.laid_over of sets that all hold one value (to the bit) gives that value over the points as a read-only
+    view of it (stride 0, nothing written), as dse.hardware.chips holds a shared figure, for values and for a
+    column; 0.0 and -0.0 (or two NaNs of other bits) are two values, laid over point by point. jit.one_over: any
+    one value (floats, integers, booleans), never an array of more."""
+    inverse = np.array([0, 2, 1, 1, 0, 2, 2])
+    for one in (np.full(3, 2.5), np.full(3, -0.0), np.full(3, np.nan), np.full((3, 1), 7.0)):
+        got = jit.laid_over(one, inverse)
+        assert got.shape == (7,) + one.shape[1:] and got.strides[0] == 0 and not got.flags.writeable
+        _same_bits(got, one[inverse])
+    nan2 = np.array([np.nan, np.nan, np.nan])
+    nan2.view(np.int64)[1] ^= 1  # (a NaN of other bits: not the same value)
+    for mixed in (np.array([0.0, -0.0, 0.0]), nan2, np.array([1.0, 1.0, 2.0])):
+        got = jit.laid_over(mixed, inverse)
+        assert got.strides[0] != 0 and got.flags.writeable
+        _same_bits(got, mixed[inverse])
+    for a in (np.array([3.0]), np.array([4], dtype=np.int64), np.array([True]), np.zeros((2, 1))[1]):
+        v = jit.one_over(a, 5)
+        assert v.shape == (5,) and v.dtype == a.dtype and v.strides == (0,) and not v.flags.writeable
+        assert (v == a[0]).all()
+    with pytest.raises(ValueError):
+        jit.one_over(np.arange(2.0), 5)
+
+
 def test_distinct_gives_up_where_few_points_repeat():
     """jit.distinct(keys, most): None where more than ``most`` columns differ, found by a sample of
     jit.DISTINCT_SAMPLE points (k columns of U distinct repeat ~k^2 / 2U times) or by the full pass; else the same
