@@ -155,8 +155,9 @@ def test_large_batch_blocks_match_reference_rows():
 
 def test_blocks_of_one_value_are_laid_over_and_other_blocks_kept(monkeypatch):
     """A result of one value for a whole block (every point the same, or one value laid over its points: jit.one_over)
-    comes back once, laid over the points (a view of stride 0), where every block gives that value; a block that gives another value, or a value per point, has its
-    own. The blocks' results here are made up (a wrapper of the block's evaluation), so that blocks differ."""
+    comes back once, laid over the points (a view of stride 0), where every block gives that value; a block that
+    gives another value, or a value per point, has its own. The blocks' results here are made up (a wrapper of the
+    block's evaluation), so that blocks differ."""
     w = workload("gemm")
     monkeypatch.setattr(ev, "_BLOCK_ELEMENTS", 8)  # (8 points a block: 20 points in three blocks)
     chips = random_points("h100", 20, seed=5)

@@ -43,9 +43,9 @@ import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax",
-           "nan_to_num", "points", "one_valued", "one_over", "number_or_points", "numbers_or_points", "filled", "distinct",
-           "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count", "is_integer", "is_array",
-           "quiet", "compiler"]
+           "nan_to_num", "points", "one_valued", "one_over", "number_or_points", "numbers_or_points", "filled",
+           "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count", "is_integer",
+           "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
