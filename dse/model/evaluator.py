@@ -1433,18 +1433,26 @@ def memory_energy(bytes_moved, energy_per_byte):
 
 
 @jit.kernel
-def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_ops):
+def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_ops, times_only):
     """Main memory's bytes of a block found once per set of points alike (``bytes_sets``: flat (sets x operators),
     ``inverse`` each point's set) laid over the points, with what each point reads from them in the same pass: the
     time of the bytes and of the compulsory bytes (``compulsory`` per operator) at its ``bandwidth``
     (:func:`memory_time`) and their energy at its ``e_mem`` J/B (:func:`memory_energy`). Returns (4, points x
     operators). (The laying over, two divisions and a product in numpy before: ~6 ms of a decode step's 1e5 points
     against 2.1 in this pass; issue 20.) One operator per point: ``n_ops`` None and ``compulsory`` a number
-    (jit.of_op), the loop along the points on the vector lanes (100,000 GEMM points 0.65 -> 0.25 ms alone)."""
+    (jit.of_op), the loop along the points on the vector lanes (100,000 GEMM points 0.65 -> 0.25 ms alone).
+    ``times_only``: the times alone (rows 1 and 2; the caller has the bytes and the energy as one value)."""
     k = jit.op_count(n_ops)
     rows = inverse.size
     n = rows * k
     out = jit.staggered(4, n)
+    if times_only:
+        for p in range(rows):
+            base, src, bw = p * k, inverse[p] * k, bandwidth[p]
+            for j in range(k):
+                out[1, base + j] = memory_time(bytes_sets[src + j], bw)
+                out[2, base + j] = memory_time(jit.of_op(compulsory, j), bw)
+        return out[:, :n]
     for p in range(rows):
         base, src = p * k, inverse[p] * k
         bw, em = bandwidth[p], e_mem[p]
@@ -2061,8 +2069,10 @@ def point_results(steps, stages, step_oh, device, launches, e_fixed, fixed1, e_c
 #: :func:`_point_kernel`'s inputs (:func:`point_results`' but the workload's tokens and FLOPs) by their indices
 #: in groups of numbers or arrays (:func:`_per_point_groups`): the stages, the step's overhead, the launches and the
 #: links' and die-to-die bytes (one chip's: none); the technology's figures (J/B of the links and of memory, V_min,
-#: V_nom) and the padded FLOPs (the same where the points' matrix units are); the others arrays
-_POINT_GROUPS = ((1, 2, 4, 9, 10), (11, 12, 21, 23, 26, 27))
+#: V_nom) and the padded FLOPs (the same where the points' matrix units are); the memory's energy and its bytes of
+#: all, of the weights and of the KV cache (the same where the tiles' re-reads are: a GEMM's compulsory bytes);
+#: the others arrays
+_POINT_GROUPS = ((1, 2, 4, 9, 10), (11, 12, 21, 23, 26, 27), (8, 18, 20, 22))
 
 
 @jit.kernel
@@ -2100,6 +2110,8 @@ def _full(x, shape) -> np.ndarray:
     if type(x) is not np.ndarray or x.dtype is not jit.FLOAT:
         x = np.asarray(x, dtype=float)
     if not (x.shape == shape and x.flags.c_contiguous):
+        if x.ndim and x.shape[0] > 1 and x.strides[0] == 0:  # (laid over the points, a view: its first point's)
+            x = x[:1]
         if x.size == 1:  # (one value, or one row of operators, over the points: shared, jit.filled)
             return jit.filled(x.reshape(-1)[0], shape)
         if x.size == shape[1] and x.ndim <= 2 and x.shape[-1] == shape[1]:
@@ -2351,10 +2363,16 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         laid_sums.update((k, jit.laid_over(_sum(x, ops.count), alike_sets[1])) for k, x in (
             ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv)))
         rows, n_op = alike_sets[1].size, len(ops.names)
+        bytes_sets = _full(bytes_mem, (alike_sets[0].size, n_op)).reshape(-1)
+        # (one operator, of the same bytes in every set, at one J/B: its bytes and their energy one value)
+        one = n_op == 1 and jit.one_valued(c.e_mem) and jit.all_alike(bytes_sets)
         bytes_mem, t_memory, t_comp, E_mem_op = (x.reshape(rows, n_op) for x in _memory_by_set_kernel(
-            _full(bytes_mem, (alike_sets[0].size, n_op)).reshape(-1), alike_sets[1], _per_point(bw_eff, rows),
+            bytes_sets, alike_sets[1], _per_point(bw_eff, rows),
             _one_value(bytes_comp) if n_op == 1 else jit.points(bytes_comp, n_op), _per_point(c.e_mem, rows),
-            None if n_op == 1 else n_op))
+            None if n_op == 1 else n_op, one))
+        if one:
+            bytes_mem = bytes_sets[:1].reshape(1, 1)
+            E_mem_op = memory_energy(bytes_mem, _per_point_column(c.e_mem).reshape(-1)[:1].reshape(1, 1))
     else:
         bytes_mem, bytes_w, bytes_kv, t_memory, t_comp = _block_kernel(
             _memory_kernel, (rA, rB, spill), (bw_eff, 0.0 if rom is None else 1.0), memory_in)

@@ -43,9 +43,9 @@ import numpy as np
 
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax",
-           "nan_to_num", "points", "one_valued", "one_over", "number_or_points", "numbers_or_points", "filled",
-           "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count", "is_integer",
-           "is_array", "quiet", "compiler"]
+           "nan_to_num", "points", "one_valued", "one_over", "all_alike", "number_or_points", "numbers_or_points",
+           "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count",
+           "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -400,6 +400,13 @@ def one_over(a: np.ndarray, n: int) -> np.ndarray:
     return v
 
 
+def all_alike(values: np.ndarray) -> bool:
+    """Every one of ``values`` (a C-ordered float array, not empty) has the bits of the first (0.0 and -0.0 apart,
+    a NaN alike with itself): one value, read from them (:func:`one_valued` knows it from the layout alone)."""
+    bits = values.reshape(-1).view(np.int64)
+    return bool(bits.size) and bits[0] == bits[-1] and bool((bits == bits[0]).all())
+
+
 def one_valued(x) -> bool:
     """``x`` (a number or an array, points along its first axis) has one value for every point by its layout: a
     number, an array of one value, or one value laid over the points with a stride of 0 (as dse.hardware.chips holds
@@ -563,11 +570,10 @@ def laid_over(values, inverse) -> np.ndarray:
     points, columns) values, its row (:func:`rows_laid_over`). One value (or column of one value) in every set:
     :func:`one_over` that value, a read-only view."""
     values = np.ascontiguousarray(values, dtype=float)
-    if values.ndim == 1 or values.shape[1] == 1:  # (one value in every set, to the bit: that value over the points,
-        bits = values.reshape(-1).view(np.int64)  # read-only, nothing written: a GEMM's bytes of memory, weights
-        if bits.size and bits[0] == bits[-1] and (bits == bits[0]).all():  # and KV cache, issue 20)
-            one = one_over(values.reshape(-1)[:1], inverse.size)
-            return one if values.ndim == 1 else one[:, None]
+    if (values.ndim == 1 or values.shape[1] == 1) and all_alike(values):  # (one value in every set: that value
+        # over the points, read-only, nothing written: a GEMM's bytes of memory, weights and KV cache, issue 20)
+        one = one_over(values.reshape(-1)[:1], inverse.size)
+        return one if values.ndim == 1 else one[:, None]
     if values.ndim == 2 and values.shape[1] == 1:  # (a column: laid over as numbers, 2.3-3.6x the rows' speed, whose
         # loop over a row's one value is entered once a point: 100,000 GEMM points of 233 classes 222 -> 61 us)
         return _laid_over_kernel(values.reshape(-1), inverse).reshape(-1, 1)

@@ -257,8 +257,10 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
         return x
     numbers = all(jit.one_valued(cols[i]) for i in _POINT_NUMBERS)  # (the TDP and technology as numbers: one group)
     args = [float(np.asarray(x).item(0)) if numbers and i in _POINT_NUMBERS else laid(x) for i, x in enumerate(cols)]
-    r, stretch = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
-                                   BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
+    r, stretch, stretched = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
+                                              BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
+    if not stretched:  # (no stretch: 1 over the entries, a read-only view: its readers take it as one number)
+        stretch = jit.one_over(stretch.reshape(1), rows * n_ops)
     return r.reshape(shape), stretch.reshape(shape)
 
 
@@ -328,9 +330,10 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
     gathered (the rates of :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache
     through the steps, with one branch-free pass per step (to 2^-steps of the range, the lower end kept) on the
     vector lanes (the bisection 9x the numpy steps' speed; chunked, 100,000 GEMM points 1.17 -> 0.81 ms for the
-    kernel: issue 20)."""
+    kernel: issue 20). Returns (r, stretch, the entries stretched): ``stretch`` (1, 1) where none is (not laid out).
+    """
     n_ops = jit.op_count(n_ops)
-    r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
+    r_out, s_out = np.ones((rows, n_ops)), np.ones((1, 1))  # (the stretches made where the first is found)
     hot = np.empty(rows * n_ops, dtype=np.bool_)
     n_hot = 0
     for p in range(rows):
@@ -347,13 +350,14 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
             hot[base + o] = over
             n_hot += over
     if n_hot == 0:
-        return r_out, s_out
+        return r_out, s_out, 0
     at = np.empty(n_hot + 1, dtype=np.int64)
     z = 0
     for x in range(rows * n_ops):  # (the entries over, without a branch: each written, kept where it is over)
         at[z] = x
         z += hot[x]
     r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
+    stretched = 0
     vals = np.empty((13, BISECTION_CHUNK))  # (a chunk's inputs, its bracket: in the L1 cache through its steps)
     lo, hi = np.empty(BISECTION_CHUNK), np.empty(BISECTION_CHUNK)
     for c0 in range(0, n_hot, BISECTION_CHUNK):
@@ -371,8 +375,14 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
             lo[z], hi[z] = floor, 1.0
         bisect_chunk(vals, lo, hi, m, floor, steps)
         for z in range(m):
-            r_flat[at[c0 + z]], s_flat[at[c0 + z]] = lo[z], hi[z]
-    return r_out, s_out
+            r_flat[at[c0 + z]] = lo[z]
+            if hi[z] != 1.0:  # (a stretch: the points' stretches laid out, 1 where none)
+                if stretched == 0:
+                    s_out = np.ones((rows, n_ops))
+                    s_flat = s_out.reshape(-1)
+                s_flat[at[c0 + z]] = hi[z]
+                stretched += 1
+    return r_out, s_out, stretched
 
 
 def memory_power(bandwidth_bytes_per_s, energy_per_byte_j):

@@ -262,6 +262,9 @@ def test_filled_arrays_are_shared_read_only_and_exact(monkeypatch):
     assert r.shape == (4, 3) and not r.flags.writeable and (r == row).all() and np.signbit(r[:, 1]).all()
     assert jit.filled(row.copy(), (4, 3)) is r and jit.filled(np.array([1.0, 0.0, np.inf]), (4, 3)) is not r
     _same_bits(ev._full(row[None, :], (5, 3)), np.broadcast_to(row, (5, 3)))  # (a block input's row of operators)
+    # (a row, or one value, laid over the points as a view of stride 0: the shared array, not a copy made)
+    assert ev._full(np.broadcast_to(row, (5, 3)), (5, 3)) is jit.filled(row, (5, 3))
+    assert ev._full(jit.one_over(np.array([-0.0]), 5).reshape(5, 1), (5, 1)) is jit.filled(-0.0, (5, 1))
     monkeypatch.setattr(jit, "FILLED_BYTES", 8 * 40)
     monkeypatch.setattr(jit, "FILLED_ARRAY_BYTES", 8 * 5)
     big = jit.filled(2.0, 6)  # (48 bytes > 40: made, not kept)
@@ -739,14 +742,14 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     point reads from them (evaluator._memory_by_set_kernel): to the bit, the set's bytes, and numpy running the
     rules (evaluator.memory_time of the bytes and of the per-operator compulsory bytes at the point's bandwidth,
     evaluator.memory_energy at its J/B) on the laid-over bytes; zeros, signed zeros and infinities mixed in; one
-    operator a point compiled for it too (``n_ops`` None), the same bits."""
+    operator a point compiled for it too (``n_ops`` None), the same bits; the times alone (``times_only``) too."""
     rng = np.random.default_rng(RNG_SEED + 9)
     sets, rows = 7, 40
     (bytes_sets, comp), (bw, e_mem) = _block_inputs(rng, sets, n_ops, 2, 0)[0], _block_inputs(rng, rows, 1, 2, 0)[0]
     comp = comp[0]
     inverse = rng.integers(0, sets, rows)
     inverse[:sets] = np.arange(sets)  # (every set read)
-    got = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp, e_mem[:, 0], n_ops)
+    got = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp, e_mem[:, 0], n_ops, False)
     laid = bytes_sets[inverse]
     with jit.quiet():
         ref = (laid, ev.memory_time(laid, bw), ev.memory_time(comp[None, :], bw), ev.memory_energy(laid, e_mem))
@@ -754,8 +757,13 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     for g, r in zip(got, ref):
         _same_bits(g.reshape(rows, n_ops), np.broadcast_to(r, (rows, n_ops)))
     if n_ops == 1:  # (compiled for one operator a point: its compulsory bytes a number, jit.of_op; the same bits)
-        one = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], float(comp[0]), e_mem[:, 0], None)
+        one = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], float(comp[0]), e_mem[:, 0], None,
+                                       False)
         _same_bits(one, got)
+    # (the times alone, where the caller has the bytes and their energy as one value: the same times' bits)
+    times = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp if n_ops > 1 else float(comp[0]),
+                                     e_mem[:, 0], n_ops if n_ops > 1 else None, True)
+    _same_bits(times[1:3], got[1:3])
 
 
 @pytest.mark.parametrize("n_ops", [6, 1])
@@ -896,7 +904,8 @@ def test_sustained_clock_meets_its_definition(ops):
     within TDP at the design clock; else the lower end of a 2^-steps bracket: the power there within TDP (or it is
     the floor, where the memory traffic stretches instead) and one bracket width above it over TDP (or it is 1).
     The powers are operator_power_core's, run by numpy here. (One operator per point compiles a kernel of its own,
-    dse.model.jit.of_op.)"""
+    dse.model.jit.of_op.) Where no entry's memory traffic stretches, the stretches come back as one value over
+    them (a read-only view), else an array of their own."""
     rng = np.random.default_rng(RNG_SEED + 2)
     rows = 400
     e_comp, e_mem = rng.uniform(0.01, 1.0, (rows, ops)), rng.choice([0.0, 0.05], (rows, ops))
@@ -921,6 +930,13 @@ def test_sustained_clock_meets_its_definition(ops):
     assert ((p_up > tdp) | (r + width >= 1.0))[hot].all()
     assert ((r >= floor) & (r < 1.0))[hot].all()
     assert (stretch[hot & (r > floor)] == 1.0).all() and (stretch >= 1.0).all()
+    # (no entry at the floor here: the stretches one value over the entries, a read-only view, not laid out)
+    assert (r > floor).all() and stretch.shape == (rows, ops) and stretch.strides[0] == 0
+    assert not stretch.flags.writeable
+    # (a TDP a tenth of the design clock's power: entries at the floor, their traffic stretched, an array)
+    r2, stretch2 = power.sustained_operating_point(0.1 * tdp, *cols, law)
+    assert (r2 == floor).any() and (stretch2 > 1.0).any() and stretch2.strides[0] != 0
+    assert (stretch2[r2 > floor] == 1.0).all() and (stretch2[p1 <= 0.1 * tdp] == 1.0).all()
 
 
 def _brute_cluster(a_bytes, b_bytes, c_m, c_n, cluster):
