@@ -1472,18 +1472,25 @@ def peak_rate(units, fpc, clock, padded_flops):
     return rate, rate * padded_flops
 
 
+#: :func:`_rate_kernel`'s FLOPs per cycle and padded FLOPs: numbers where every point and operator has the same (one
+#: group, :func:`_block_kernel`)
+_RATE_NUMBERS = ((0, 1),)
+
+
 @jit.kernel
 def _rate_kernel(fpc, padded_flops, units, clock, n_ops):
     """:func:`peak_rate` over a block (flat (points x operators) FLOPs per cycle and padded FLOPs, then per point
     the units and the clock), in one pass (numpy's products broadcast a point's value over its row of operators:
-    ~0.17 ms per 8,192 decode points)."""
-    n, n_ops = fpc.size, jit.op_count(n_ops)
+    ~0.17 ms per 8,192 decode points). The FLOPs per cycle and the padded FLOPs numbers where every point and
+    operator has the same (:data:`_RATE_NUMBERS`)."""
+    n_ops, at = jit.op_count(n_ops), jit.of_op
+    n = units.size * n_ops
     out = jit.staggered(2, n)
     for p in range(n // n_ops):
         u, c = units[p], clock[p]
         for j in range(n_ops):
             i = p * n_ops + j
-            out[0, i], out[1, i] = peak_rate(u, fpc[i], c, padded_flops[i])
+            out[0, i], out[1, i] = peak_rate(u, at(fpc, i), c, at(padded_flops, i))
     return out[:, :n]
 
 
@@ -1524,17 +1531,24 @@ def _compute_energy_kernel(padded_flops, e_flop, reg_per_flop, vector_flops, loc
                            e_reg, e_local, e_l2, s1, exps, is_gemm, n_ops):
     """:func:`compute_energy` over a block (flat (points x operators) arrays, then per point the L2 and the J/B
     and the voltage's scale, then per operator the exponentials and 1 for a GEMM-like operator); its 3 results
-    (jit.staggered)."""
-    n, n_ops, at = padded_flops.size, jit.op_count(n_ops), jit.of_op
+    (jit.staggered). The FLOPs, J/FLOP, register bytes per FLOP, L2 and J/B numbers where every point and operator has
+    the same (:data:`_COMPUTE_ENERGY_NUMBERS`)."""
+    n, n_ops, at = local_bytes.size, jit.op_count(n_ops), jit.of_op
     out = jit.staggered(3, n)
     for p in range(n // n_ops):
-        c2, ev, er, el, e2, s = l2[p], e_vector[p], e_reg[p], e_local[p], e_l2[p], s1[p]
+        c2, ev, er, el, e2, s = at(l2, p), at(e_vector, p), at(e_reg, p), at(e_local, p), at(e_l2, p), s1[p]
         for j in range(n_ops):
             i = p * n_ops + j
             out[0, i], out[1, i], out[2, i] = compute_energy(
-                padded_flops[i], e_flop[i], reg_per_flop[i], vector_flops[i], local_bytes[i], l2_requests[i], c2,
-                ev, er, el, e2, s, at(exps, j), at(is_gemm, j))
+                at(padded_flops, i), at(e_flop, i), at(reg_per_flop, i), at(vector_flops, i), local_bytes[i],
+                l2_requests[i], c2, ev, er, el, e2, s, at(exps, j), at(is_gemm, j))
     return out[:, :n]
+
+
+#: :func:`_compute_energy_kernel`'s inputs read as numbers where every point and operator has the same (groups of
+#: indices, :func:`_block_kernel`): the padded FLOPs, J/FLOP, register bytes per FLOP and vector FLOPs (one
+#: operator's); the L2 and the vector unit's, the register files', the local buffers' and the L2's J/B (a chip's)
+_COMPUTE_ENERGY_NUMBERS = ((0, 1, 2, 3), (6, 7, 8, 9, 10))
 
 
 @jit.rule
@@ -1668,20 +1682,25 @@ def operating_energy(cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1,
 #: points 0.61 -> 0.35-0.45 ms in place; issue 20)
 _BUSY_ONE_OP = (2, 4, 5, 6, 7)
 
+#: :func:`_busy_kernel`'s inputs read as numbers where every point and operator has the same (groups of indices,
+#: :func:`_block_kernel`): the padded and the vector FLOPs (one operator's); the compute efficiency and the buffer
+_BUSY_NUMBERS = ((0, 3), (6, 10))
+
 
 @jit.kernel
 def _busy_kernel(padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads, ceff, vector_rate, exp_rate,
                  l2_rate, buf, local_rate, exps, n_ops):
     """:func:`busy_at_design_clock` over a block: flat (points x operators) arrays, then per-point ones, then the
     exponentials per operator; its 8 results (jit.staggered), those of :data:`_BUSY_ONE_OP` for one operator a point
-    (``n_ops`` None)."""
-    n, k = padded_flops.size, jit.op_count(n_ops)
+    (``n_ops`` None). The FLOPs, the compute efficiency and the buffer numbers where every point and operator has
+    the same (:data:`_BUSY_NUMBERS`)."""
+    n, k, at = rate.size, jit.op_count(n_ops), jit.of_op
     out = jit.staggered(len(_BUSY_ONE_OP) if n_ops is None else 8, n)
     for p in range(n // k):
-        ce, vr, xr, l2r, b, lr = ceff[p], vector_rate[p], exp_rate[p], l2_rate[p], buf[p], local_rate[p]
+        ce, vr, xr, l2r, b, lr = at(ceff, p), vector_rate[p], exp_rate[p], l2_rate[p], at(buf, p), local_rate[p]
         for j in range(k):
             i = p * k + j
-            t = busy_at_design_clock(padded_flops[i], rate[i], ce, wave_eff[i], vector_flops[i], jit.of_op(exps, j),
+            t = busy_at_design_clock(at(padded_flops, i), rate[i], ce, wave_eff[i], at(vector_flops, i), at(exps, j),
                                      vr, xr, l2_bytes[i], l2r, local_reads[i], b, lr)
             if n_ops is None:
                 out[0, i], out[1, i], out[2, i] = t[_BUSY_ONE_OP[0]], t[_BUSY_ONE_OP[1]], t[_BUSY_ONE_OP[2]]
@@ -2179,17 +2198,32 @@ def _block_shape(arrays: tuple, per_op: tuple) -> tuple[int, int]:
     return rows, cols
 
 
-def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = ()):
+def _block_kernel(kernel, full: tuple, per_point: tuple, per_op: tuple = (), numbers: tuple = ()):
     """Run one of the block's kernels on its (points, operators), per-point and per-operator ((operators,))
     arguments, laid out as it takes them (the first flat): its flat outputs come back (points, operators), of the
-    arguments' broadcast shape (as numpy would give); a last 2-D output (per-point sums) as it is."""
+    arguments' broadcast shape (as numpy would give); a last 2-D output (per-point sums) as it is. ``numbers``:
+    groups of indices (in ``full`` + ``per_point``) of inputs the kernel reads with jit.of_op, a group numbers where
+    each of it has one value for every point and operator (one decision a group: two signatures each), so that the
+    kernel's loop loads only what varies (a chip's technology, a workload's one operator)."""
     shape = _block_shape(full + per_point, per_op)
     # (one operator per point: its per-operator values as numbers and None for the count, jit.of_op)
     one = shape[1] == 1
+    xs = full + per_point
+    as_numbers = {i for group in numbers if all(_one_number(xs[i]) for i in group) for i in group}
+    n_full = len(full)
     # (numba's arithmetic raises no numpy warnings, its IEEE results are the model's: no jit.quiet around kernels)
-    out = kernel(*(_full(x, shape).reshape(-1) for x in full), *(_per_point(x, shape[0]) for x in per_point),
+    out = kernel(*(_one_value(x) if i in as_numbers else
+                   _full(x, shape).reshape(-1) if i < n_full else _per_point(x, shape[0]) for i, x in enumerate(xs)),
                  *(_one_value(x) if one else jit.points(x, shape[1]) for x in per_op), None if one else shape[1])
     return tuple(x.reshape(shape) if x.ndim == 1 else x for x in out)
+
+
+def _one_number(x) -> bool:
+    """A block's input of one value for every point and operator: a number, one value, or a column ((points, 1))
+    of one value laid over the points (stride 0)."""
+    if type(x) is not np.ndarray:
+        return np.size(x) == 1
+    return x.size == 1 or (x.ndim > 0 and x.shape[-1] == 1 and x.strides[0] == 0)
 
 
 def _itself(x):
@@ -2276,7 +2310,8 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             ("bytes_local", local_bytes), ("bytes_requested", l2_requests)))
         group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
             group_waves, wave_eff, local_reads, local_bytes, l2_requests))
-    rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock))  # FLOP/s at peak clock
+    rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock),  # FLOP/s at peak clock
+                                     numbers=_RATE_NUMBERS)
 
     # ---- off-chip traffic from tiles (seed 004 §4.2.1, §4.3.2, §4.4.1): the units' concurrent block of output
     # tiles reads each operand slice once for the block; an operand is re-read once per block of the other
@@ -2398,7 +2433,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # (at the design clock's voltage: compute_energy)
     reg_bytes, l2_bytes, E_compute_op = _block_kernel(
         _compute_energy_kernel, (padded_flops, e_flop, _by_format(c.rbf, ops), vector_flops, local_bytes, bytes_req),
-        (l2, c.e_vec, c.e_reg, c.e_loc, c.e_l2, s1), (ops.exps, g))
+        (l2, c.e_vec, c.e_reg, c.e_loc, c.e_l2, s1), (ops.exps, g), _COMPUTE_ENERGY_NUMBERS)
     if not by_set:  # (by set: with the times, _memory_by_set_kernel)
         E_mem_op = memory_energy(bytes_mem, e_mem)
     if has_msc.any():
@@ -2440,7 +2475,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             pw.BISECTION_STEPS))
     else:
         busy = _block_kernel(_busy_kernel, (padded_flops, rate, wave_eff, vector_flops, l2_bytes, local_reads),
-                             busy_rates, (ops.exps,))
+                             busy_rates, (ops.exps,), _BUSY_NUMBERS)
         busy = dict(zip(range(8) if len(busy) == 8 else _BUSY_ONE_OP, busy))  # (one operator a point: 5, None the rest)
         t_c1, t_m1, t_l2_1, t_loc_c1, t_loc_1, busy1, clocked1, t_vector = (busy.get(k) for k in range(8))
         cr, stretch = pw.sustained_operating_point(tdp, E_compute_op, E_mem_op, busy1, clocked1, t_memory, leak_run,

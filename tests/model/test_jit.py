@@ -704,22 +704,32 @@ def _block_inputs(rng, rows, n_ops, n_full, n_point, special=SPECIAL[:6]):
 
 
 @pytest.mark.parametrize("n_ops", [5, 1])
-@pytest.mark.parametrize("kernel, rule, order", [
-    (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO"),
-    (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP"),
-    (ev._times_kernel, ev.operator_times, "ffffPfffff"),
-    (ev._memory_kernel, ev.memory_traffic, "fffPPOOOOOO"),
-    (ev._compute_energy_kernel, ev.compute_energy, "ffffffPPPPPPOO"),
-    (ev._rate_kernel, ev.peak_rate, "PfPf"),
+@pytest.mark.parametrize("kernel, rule, order, numbers", [
+    (ev._traffic_kernel, ev.tile_traffic, "ffffPPPPPPPOOOOOOOOO", ()),
+    (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP", ()),
+    (ev._busy_kernel, ev.busy_at_design_clock, "ffPffOPPfPfPP", ev._BUSY_NUMBERS),
+    (ev._times_kernel, ev.operator_times, "ffffPfffff", ()),
+    (ev._memory_kernel, ev.memory_traffic, "fffPPOOOOOO", ()),
+    (ev._compute_energy_kernel, ev.compute_energy, "ffffffPPPPPPOO", ()),
+    (ev._compute_energy_kernel, ev.compute_energy, "ffffffPPPPPPOO", ev._COMPUTE_ENERGY_NUMBERS),
+    (ev._rate_kernel, ev.peak_rate, "PfPf", ()),
+    (ev._rate_kernel, ev.peak_rate, "PfPf", ev._RATE_NUMBERS),
 ])
-def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
+def test_block_kernels_equal_their_rules(kernel, rule, order, numbers, n_ops):
     """Each of the block's kernels (a loop over points, then operators) gives, to the bit, what numpy gives running
     its rule on the same arrays; ``order``: the rule's arguments, f a (points, operators) one, P a per-point one,
     O a per-operator one (the kernels take them in that order of kinds, each kind in the rule's order). With one
     operator per point the kernel runs compiled for per-operator numbers (dse.model.jit.of_op): checked with the
-    per-operator values of each of 5 operators in turn (finite, zero and infinite ones)."""
+    per-operator values of each of 5 operators in turn (finite, zero and infinite ones). ``numbers``: the groups of
+    inputs the kernel reads as numbers where each has one value for every point and operator (evaluator's
+    _block_kernel), here each such input one value laid over the points (a view of stride 0, or a (1, 1) array)."""
     rng = np.random.default_rng(RNG_SEED + 5)
     full, per_point = _block_inputs(rng, 37, n_ops, order.count("f"), order.count("P") + order.count("O"))
+    for k, i in enumerate(i for group in numbers for i in group):  # (alternately a view and one value)
+        xs = full if i < len(full) else per_point
+        j = i if i < len(full) else i - len(full)
+        one = xs[j][:1, :1].copy()
+        xs[j] = np.broadcast_to(one, xs[j].shape) if k % 2 else one
     per_ops = [x[:5, 0] for x in per_point[order.count("P"):]]
     per_point = per_point[:order.count("P")]
     for first in range(0, 5, n_ops):
@@ -730,7 +740,7 @@ def test_block_kernels_equal_their_rules(kernel, rule, order, n_ops):
             ref = rule(*args)
         if rule is ev.busy_at_design_clock and n_ops == 1:  # (one operator a point: the results it stores)
             ref = tuple(ref[k] for k in ev._BUSY_ONE_OP)
-        got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op))
+        got = ev._block_kernel(kernel, tuple(full), tuple(per_point), tuple(per_op), numbers)
         assert len(got) == len(ref)
         for r, g in zip(ref, got):
             _same_bits(g, np.broadcast_to(r, g.shape))
