@@ -2129,8 +2129,7 @@ def _full(x, shape) -> np.ndarray:
     if type(x) is not np.ndarray or x.dtype is not jit.FLOAT:
         x = np.asarray(x, dtype=float)
     if not (x.shape == shape and x.flags.c_contiguous):
-        if x.ndim and x.shape[0] > 1 and x.strides[0] == 0:  # (laid over the points, a view: its first point's)
-            x = x[:1]
+        x = _shrunk(x)
         if x.size == 1:  # (one value, or one row of operators, over the points: shared, jit.filled)
             return jit.filled(x.reshape(-1)[0], shape)
         if x.size == shape[1] and x.ndim <= 2 and x.shape[-1] == shape[1]:
@@ -2140,6 +2139,12 @@ def _full(x, shape) -> np.ndarray:
         x = x.view()
         x.setflags(write=False)
     return x
+
+
+def _shrunk(x):
+    """``x``, or its first point's where it is one value (or row) laid over the points as a view (stride 0,
+    jit.one_over): numpy then computes with it once, not once a point."""
+    return x[:1] if type(x) is np.ndarray and x.ndim and x.shape[0] > 1 and x.strides[0] == 0 else x
 
 
 def _per_point(x, rows: int) -> np.ndarray:
@@ -2610,7 +2615,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
     bw1 = bw_eff[:, 0]
     if rom is None:
-        t_read = (bytes_w_tot + bytes_kv_tot) / bw1
+        t_read = (_shrunk(bytes_w_tot) + _shrunk(bytes_kv_tot)) / bw1
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_read = np.maximum(np.where(bytes_w_tot > 0, bytes_w_tot / rom[0][:, 0], 0.0), bytes_kv_tot / bw1)
@@ -2877,7 +2882,7 @@ def evaluate_workload(chips: Chips, workload, tiles=None, breakdown: bool = Fals
             e = min(N, s + block)
             t = None if tiles is None else tuple(x if x.shape[0] == 1 else x[s:e] for x in tiles)
             r, r_ops = _evaluate_block(cols.rows(s, e), ops, t, info, breakdown)
-            r = {k: v[:1] if v.strides[0] == 0 else v for k, v in r.items()}  # (one value laid over: that value)
+            r = {k: _shrunk(v) for k, v in r.items()}  # (one value laid over: that value)
             if out is None:
                 once = {k: v for k, v in r.items() if v.shape[0] == 1}
                 out = {k: np.empty(N, dtype=v.dtype) for k, v in r.items() if k not in once}
