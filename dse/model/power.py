@@ -260,7 +260,7 @@ def sustained_operating_point(tdp_w, e_comp_j, e_mem_j, t_busy_s, t_clocked_s, t
     r, stretch, stretched = _operating_points(*args, rows, None if n_ops == 1 else n_ops, float(floor),
                                               BISECTION_STEPS)  # (None: one operator per point, jit.of_op)
     if not stretched:  # (no stretch: 1 over the entries, a read-only view: its readers take it as one number)
-        stretch = jit.one_over(stretch.reshape(1), rows * n_ops)
+        stretch = jit.one_over(stretch.reshape(-1)[:1], rows * n_ops)
     return r.reshape(shape), stretch.reshape(shape)
 
 
@@ -330,10 +330,9 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
     gathered (the rates of :func:`operator_power_rates` divided once) into a buffer that stays in the L1 cache
     through the steps, with one branch-free pass per step (to 2^-steps of the range, the lower end kept) on the
     vector lanes (the bisection 9x the numpy steps' speed; chunked, 100,000 GEMM points 1.17 -> 0.81 ms for the
-    kernel: issue 20). Returns (r, stretch, the entries stretched): ``stretch`` (1, 1) where none is (not laid out).
-    """
+    kernel: issue 20). Returns (r, stretch, the number of entries stretched)."""
     n_ops = jit.op_count(n_ops)
-    r_out, s_out = np.ones((rows, n_ops)), np.ones((1, 1))  # (the stretches made where the first is found)
+    r_out, s_out = np.ones((rows, n_ops)), np.ones((rows, n_ops))
     hot = np.empty(rows * n_ops, dtype=np.bool_)
     n_hot = 0
     for p in range(rows):
@@ -375,13 +374,8 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
             lo[z], hi[z] = floor, 1.0
         bisect_chunk(vals, lo, hi, m, floor, steps)
         for z in range(m):
-            r_flat[at[c0 + z]] = lo[z]
-            if hi[z] != 1.0:  # (a stretch: the points' stretches laid out, 1 where none)
-                if stretched == 0:
-                    s_out = np.ones((rows, n_ops))
-                    s_flat = s_out.reshape(-1)
-                s_flat[at[c0 + z]] = hi[z]
-                stretched += 1
+            r_flat[at[c0 + z]], s_flat[at[c0 + z]] = lo[z], hi[z]
+            stretched += hi[z] != 1.0
     return r_out, s_out, stretched
 
 
