@@ -764,7 +764,8 @@ def _column(a: np.ndarray) -> np.ndarray:
     dse.hardware.chips.same_at_every_point), else (N, 1)."""
     if same_at_every_point(a):
         return a[:1, None]
-    if a.shape[0] and a[0] == a[-1] and (a == a[0]).all():
+    # (17 points spread over them first: a column that varies is told without a pass over it, ~0.1 ms of 1e5 GEMM)
+    if a.shape[0] and (a[::max(1, a.shape[0] // 16)] == a[0]).all() and (a == a[0]).all():
         return a[:1, None]
     return a[:, None]
 
