@@ -317,3 +317,16 @@ def test_fused_kernels_match_the_passes(base, wl, monkeypatch):
             np.testing.assert_allclose(a, b, rtol=1e-13, atol=0.0, equal_nan=True, err_msg=k)
         else:
             np.testing.assert_array_equal(a, b, err_msg=k)
+
+
+def test_a_chip_column_is_one_value_only_where_every_point_has_it():
+    """evaluator._column: a chip's figure becomes one value for the block ((1, 1)) where every point has it (a view of
+    stride 0 without reading it; else after a look at 17 points spread over the column and a pass over it), and
+    stays the points' own values ((N, 1)) where any point differs, between the points looked at or on one of them."""
+    a = np.full(1000, 2.0)
+    assert ev._column(a).shape == (1, 1) and ev._column(jit.one_over(np.array([2.0]), 1000)).shape == (1, 1)
+    for at in (501, 62, 999):  # (between the points looked at, on one of them, the last)
+        b = a.copy()
+        b[at] = 3.0
+        got = ev._column(b)
+        assert got.shape == (1000, 1) and got[at, 0] == 3.0, at
