@@ -2406,12 +2406,12 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         rows, n_op = alike_sets[1].size, len(ops.names)
         bytes_sets = _full(bytes_mem, (alike_sets[0].size, n_op)).reshape(-1)
         # (one operator, of the same bytes in every set, at one J/B: its bytes and their energy one value)
-        one = n_op == 1 and jit.one_valued(c.e_mem) and jit.all_alike(bytes_sets)
+        same_bytes = n_op == 1 and jit.one_valued(c.e_mem) and jit.all_alike(bytes_sets)
         bytes_mem, t_memory, t_comp, E_mem_op = (x.reshape(rows, n_op) for x in _memory_by_set_kernel(
             bytes_sets, alike_sets[1], _per_point(bw_eff, rows),
             _one_value(bytes_comp) if n_op == 1 else jit.points(bytes_comp, n_op), _per_point(c.e_mem, rows),
-            None if n_op == 1 else n_op, one))
-        if one:
+            None if n_op == 1 else n_op, same_bytes))
+        if same_bytes:
             bytes_mem = bytes_sets[:1].reshape(1, 1)
             E_mem_op = memory_energy(bytes_mem, _per_point_column(c.e_mem).reshape(-1)[:1].reshape(1, 1))
     else:
