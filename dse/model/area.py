@@ -695,11 +695,15 @@ def part_sets_for(chips, tech=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                            None, tech, sums_only=True)
             if arrays.read <= _PACKAGE_READS:
                 return (*(r[k] for k in PART_SUMS), inverse if again is None else again[inverse])
-    reading = copy.copy(chips)
-    reading.arrays = arrays = _Reads(chips.arrays)
+    learn = n > 1 or not _PACKAGE_READS  # (one point: no sets to find, nothing to note once something is)
+    reading = chips
+    if learn:
+        reading = copy.copy(chips)
+        reading.arrays = _Reads(chips.arrays)
     r, inverse, _ = _package_results(reading, process, memory, DEFAULT_SPARE_FRACTION, None, RETICLE_ASPECT, None,
                                      tech, sums_only=True)
-    _PACKAGE_READS.update(arrays.read)
+    if learn:
+        _PACKAGE_READS.update(reading.arrays.read)
     return (*(r[k] for k in PART_SUMS), inverse)
 
 
