@@ -432,7 +432,7 @@ def _tiles(im, inn, ik, buf, units, l2, acc, ops: OpTable, levels, laid: bool = 
     inverse, classes, pick = _EVERY_POINT, _ONE_CLASS, None
     if rows > 1:  # points with the same inputs have the same tiles: each set of inputs once (jit.distinct)
         keys = [x[:, 0] for x in inputs if np.shape(x)[0] > 1] + ([unit_rate] if unit_rate.shape[1] > 1 else [])
-        alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
+        alike = jit.distinct(keys, most=rows // 2)  # (worth it where at least half the points repeat)
         classes = alike
         if alike is not None:
             pick, inverse = alike
@@ -1365,10 +1365,10 @@ def _alike_points(tile_class, more, rows: int) -> tuple:
     if inverse.size > 1:
         if not keys:  # (the classes themselves: jit.distinct of them would give the same, numbered in order too)
             return jit.laid_over(first.astype(float), inverse)[:, None], tile_class
-        keys.append(inverse.astype(float))
+        keys.append(inverse)
     if not keys:
         return np.zeros((rows, 1)), (np.zeros(1, dtype=np.int64), np.zeros(rows, dtype=np.int64))
-    alike = jit.distinct(np.vstack(keys), most=rows // 2)  # (worth it where at least half the points repeat)
+    alike = jit.distinct(keys, most=rows // 2)  # (worth it where at least half the points repeat)
     if alike is None:
         return np.arange(float(rows))[:, None], None
     first, inverse = alike

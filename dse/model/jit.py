@@ -478,29 +478,48 @@ DISTINCT_SAMPLE = 1024
 
 
 def distinct(keys, most: int | None = None):
-    """The points that differ: ``keys`` a (k, n) float array, one column of k inputs per point. Returns (first,
-    inverse): the first point of each distinct column, in order, and each point's distinct column, so that
-    ``keys[:, first][:, inverse]`` is ``keys``. Columns are alike when their bits are (0.0 and -0.0 apart, a NaN
-    like itself), so a rule of these inputs gives a point the numbers of its first point, to the bit. A pass of
-    open addressing over the columns (each point hashed, compared with the points of its slot).
+    """The points that differ: ``keys`` one row of n values per input (a (k, n) array, or a sequence of k (n,)
+    arrays of floats or integers: no stacked copy is made of them). Returns (first, inverse): the first point of
+    each distinct column, in order, and each point's distinct column, so that ``keys[:, first][:, inverse]`` is
+    ``keys``. Columns are alike when their bits are (0.0 and -0.0 apart, a NaN like itself), so a rule of these
+    inputs gives a point the numbers of its first point, to the bit. A pass of open addressing over the columns
+    (each point hashed, compared with the points of its slot).
 
     ``most``: None where more than ``most`` columns differ (a caller that gains only from fewer). Judged first on
     :data:`DISTINCT_SAMPLE` points spread over the n: k columns drawn from U distinct ones repeat about k^2 / 2U
     times, so fewer repeats than k^2 / (2 most) mean more than ``most`` distinct (likely), and the pass over all
     points is not made; else the pass stops once more than ``most`` are found. (All distinct, 100,000 points of
     three inputs: 0.5 ms for the pass, 0.006 for the sample.)"""
-    keys = np.ascontiguousarray(keys, dtype=float)
-    bits = keys.reshape(keys.shape[0], -1).view(np.int64)
-    n = bits.shape[1]
+    bits = _key_bits(keys)
+    n = bits[0].size
     if most is None:
         return _distinct_kernel(bits, n)
     if n > 2 * DISTINCT_SAMPLE:
-        sample = np.ascontiguousarray(bits[:, ::n // DISTINCT_SAMPLE][:, :DISTINCT_SAMPLE])
+        step = n // DISTINCT_SAMPLE
+        sample = _key_bits([b[::step][:DISTINCT_SAMPLE] for b in bits])
         repeats = DISTINCT_SAMPLE - _distinct_kernel(sample, DISTINCT_SAMPLE)[0].size
         if 2.0 * repeats * most < DISTINCT_SAMPLE ** 2:
             return None
     first, inverse = _distinct_kernel(bits, most)
     return None if first.size > most else (first, inverse)
+
+
+def _key_bits(keys) -> tuple:
+    """:func:`distinct`'s keys as its kernel reads them: a tuple of the inputs' bits, each a contiguous read-only
+    (n,) int64 view (one compiled signature per number of inputs). Stacking them into one (k, n) array copied
+    them: 100,000 GEMM points ~0.4 ms of the call's ~11 (issue 20)."""
+    if type(keys) is np.ndarray and keys.ndim == 2:
+        keys = tuple(keys)
+    if not len(keys):
+        raise ValueError("distinct takes at least one input")
+    varying = [x for x in keys if not (type(x) is np.ndarray and x.ndim == 1 and x.size > 1 and x.strides[0] == 0)]
+    out = []
+    for x in varying or keys[:1]:  # (an input of one value laid over the points tells none apart)
+        x = np.ascontiguousarray(x)
+        b = (x if x.dtype == np.int64 else x.astype(FLOAT, copy=False)).view(np.int64).reshape(-1)
+        b.flags.writeable = False
+        out.append(b)
+    return tuple(out)
 
 
 def sets_alike(varying: list, n: int):
@@ -509,25 +528,26 @@ def sets_alike(varying: list, n: int):
     repeat (``most`` = n // 2). The package's and the cost's sets of points alike (dse.model.area, dse.model.cost)."""
     if not varying:
         return np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    return distinct(np.vstack(varying), most=n // 2)
+    return distinct(varying, most=n // 2)
 
 
 @kernel
 def _distinct_kernel(bits, most):
-    """:func:`distinct` of the inputs' bits ((k, n) int64), stopping once more than ``most`` columns differ (the
-    first ``most`` + 1 then come back, and an unfinished inverse). The points' hashes first, one input after
-    another along the points (a loop on the vector lanes: 100,000 points of 3 inputs 0.29 -> 0.05 ms), then the
-    table's pass (its loads then wait on no hash: 0.75 -> 0.35 ms in all). The table holds at most ``most`` + 1
-    columns at half load, as int32: 512 KiB for 100,000 points where half must repeat, not 2 MiB (the GEMM's two
-    calls 0.88 -> 0.84 ms) (issue 20)."""
-    k, n = bits.shape
+    """:func:`distinct` of the inputs' bits (a tuple of k (n,) int64 arrays), stopping once more than ``most``
+    columns differ (the first ``most`` + 1 then come back, and an unfinished inverse). The points' hashes first,
+    one input after another along the points (a loop on the vector lanes: 100,000 points of 3 inputs 0.29 -> 0.05
+    ms), then the table's pass (its loads then wait on no hash: 0.75 -> 0.35 ms in all). The table holds at most
+    ``most`` + 1 columns at half load, as int32: 512 KiB for 100,000 points where half must repeat, not 2 MiB (the
+    GEMM's two calls 0.88 -> 0.84 ms) (issue 20)."""
+    k, n = len(bits), bits[0].size
     size = 2
     while size < 2 * min(n, most + 1):
         size *= 2
     hashes = np.zeros(n, np.int64)
     for j in range(k):  # (each input folded (a float's bits sit high) and mixed in, then murmur3's finalizer;
-        for p in range(n):  # int64 products wrap)
-            b = bits[j, p]
+        row = bits[j]  # int64 products wrap)
+        for p in range(n):
+            b = row[p]
             h = (hashes[p] ^ b ^ (b >> 32)) * -7046029254386353131
             hashes[p] = h ^ (h >> 32)
     for p in range(n):
@@ -552,7 +572,8 @@ def _distinct_kernel(bits, most):
             q = first[u]
             same = True
             for j in range(k):
-                if bits[j, q] != bits[j, p]:
+                row = bits[j]
+                if row[q] != row[p]:
                     same = False
                     break
             if same:

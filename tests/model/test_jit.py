@@ -300,6 +300,31 @@ def test_distinct_points_by_their_bits():
     assert first.tolist() == [0, 1, 2, 5] and inverse.tolist() == [0, 1, 2, 2, 0, 3, 1]
 
 
+def test_distinct_of_separate_inputs_equals_distinct_of_their_stack():
+    """jit.distinct of k separate (n,) inputs (floats, integers by their own bits, columns of a wider array, one
+    value laid over the points with a stride of 0) finds the sets of their stacked (k, n) floats: the same first
+    points and inverse. The integers are set numbers (a class's inverse), which the stack held as floats; an
+    input of one value tells no two points apart."""
+    rng = np.random.default_rng(RNG_SEED + 31)
+    n = 6000
+    a = rng.integers(0, 7, n).astype(float)
+    cls = rng.integers(0, 5, n)  # (int64)
+    wide = rng.integers(0, 3, (n, 4)).astype(float)
+    one = np.broadcast_to(np.array([2.5]), (n,))
+    stacked = np.vstack([a, cls.astype(float), wide[:, 2], one])
+    want = jit.distinct(stacked)
+    for keys in ([a, cls, wide[:, 2], one], [one, a, cls, wide[:, 2]], (a, cls.astype(float), wide[:, 2])):
+        got = jit.distinct(keys)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        got = jit.distinct(keys, most=n // 2)
+        assert got is not None and got[1].tolist() == want[1].tolist()
+    first, inverse = jit.distinct([one, one])  # (one value: one set)
+    assert first.tolist() == [0] and (inverse == 0).all()
+    assert jit.distinct([np.array([0.0, -0.0, 0.0]), np.ones(3)])[1].tolist() == [0, 1, 0]  # (by their bits)
+    with pytest.raises(ValueError):
+        jit.distinct([])
+
+
 
 def test_one_value_in_every_set_is_laid_over_as_a_view():
     """jit.laid_over of sets that all hold one value (to the bit) gives that value over the points as a read-only
@@ -341,14 +366,14 @@ def test_distinct_gives_up_where_few_points_repeat():
     sizes = []
     kernel = jit._distinct_kernel
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jit, "_distinct_kernel", lambda bits, most: sizes.append(bits.shape[1]) or kernel(bits, most))
+        mp.setattr(jit, "_distinct_kernel", lambda bits, most: sizes.append(bits[0].size) or kernel(bits, most))
         assert jit.distinct(rng.random((3, n)), most=n // 2) is None
     assert sizes == [jit.DISTINCT_SAMPLE]  # (the sample alone: no pass over all points)
     head = np.concatenate([np.zeros(5000), np.arange(1.0, n - 4999)])[None, :]  # (the sample finds repeats, the
     assert jit.distinct(head, most=n // 2) is None  # pass over all points stops past most)
     assert jit.distinct(head, most=n)[0].size == n - 4999
     assert jit.distinct(np.zeros((2, 10)), most=0) is None and jit.distinct(np.zeros((2, 10)), most=1)[0].size == 1
-    assert jit._distinct_kernel(np.arange(1000).reshape(1, -1), 10)[0].size == 11  # (the pass stops past most)
+    assert jit._distinct_kernel((np.arange(1000),), 10)[0].size == 11  # (the pass stops past most)
 
 
 @pytest.mark.parametrize("name", ["prefill", "gemm"])
