@@ -2244,6 +2244,11 @@ def _first_points(first):
     return lambda x: x if np.ndim(x) == 0 or np.shape(x)[0] == 1 else x[first]
 
 
+#: a block's intermediate that no later rule reads (NaN, should one)
+_UNREAD = np.full((1, 1), np.nan)
+_UNREAD.flags.writeable = False
+
+
 def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", want_ops: bool) -> dict:
     """Every per-point quantity for one block of points (columns (1, 1) or (rows, 1))."""
     clock, units, ceff = c.clock, c.units, c.ceff
@@ -2314,8 +2319,10 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                                             tiling.partial_sum_bytes(ops.m, ops.n, ops.batch, split))
         laid_sums.update((k, jit.laid_over(_sum(x, ops.count), tile_class[1])) for k, x in (
             ("bytes_local", local_bytes), ("bytes_requested", l2_requests)))
-        group_waves, wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
-            group_waves, wave_eff, local_reads, local_bytes, l2_requests))
+        # (the waves of a fused attention block's kernel: read by such blocks alone, not laid over without them)
+        group_waves = jit.laid_over(group_waves, tile_class[1]) if ops.attn_groups else _UNREAD
+        wave_eff, local_reads, local_bytes, l2_requests = (jit.laid_over(x, tile_class[1]) for x in (
+            wave_eff, local_reads, local_bytes, l2_requests))
     rate, rate_flops = _block_kernel(_rate_kernel, (fpc, padded_flops), (units, clock),  # FLOP/s at peak clock
                                      numbers=_RATE_NUMBERS)
 
