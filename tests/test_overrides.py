@@ -271,9 +271,14 @@ def test_a_figure_no_point_changes_is_held_once(name):
             assert a == b or (np.isnan(a) and np.isnan(b)), (name, k, i)
     shared = [k for k, v in chips.arrays.items() if same_at_every_point(v)]
     varying = set(chips.arrays) - set(shared)
-    # the overridden inputs and what derives from them vary; the node's and the memory's figures do not
-    assert {"units", "clock", "l2", "energy.l2", "l2_bytes_per_cycle"} <= varying, varying
+    # the overridden inputs and what derives from them vary; the node's and the memory's figures do not, nor a
+    # figure the chip gives where its derivation would vary (the L2's bytes per cycle, units x the rule's; the
+    # rated clock, the clock)
+    assert {"units", "clock", "l2", "energy.l2"} <= varying, varying
     assert {"tech.v_min", "energy.local", "memory.capacity", "dies"} <= set(shared)
+    for k in ("l2_bytes_per_cycle", "power.rated_clock"):
+        given = chips.inputs is not None and k in chips.inputs and not np.isnan(chips.inputs[k][0])
+        assert (k in shared) == given, (k, given)
     assert len(shared) > len(varying)
     for k in shared:
         assert chips[k].strides == (0,) and not chips[k].flags.writeable

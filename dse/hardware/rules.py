@@ -137,7 +137,13 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     def given(key, derived):
         g = a.get(key)
-        return derived if g is None else np.where(np.isnan(g), derived, g)
+        if g is None:
+            return derived
+        if g.size == 1 and not np.isnan(g[0]):  # (one value given for every point: itself, one value, whatever the
+            # derivation's; laid over an array of the points it was read point by point, and streamed, where
+            # the derivation varies: an H100's L2 bandwidth and rated clock beside a sweep of units and clock)
+            return g
+        return np.where(np.isnan(g), derived, g)
 
     out = dict(a)
     kind = get("memory.kind")

@@ -298,16 +298,20 @@ def _fallback_chain(fmt: str) -> tuple[str, ...]:
 def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FLOPs/cycle/unit, J/FLOP and bytes per value each point runs ``fmt`` at: its own rate, else the first
     format of :func:`_fallback_chain` it has (seed 004 §4.2.4); 0 where it has none."""
-    rate = np.zeros(chips.n)
-    energy = np.zeros(chips.n)
-    nbytes = np.full(chips.n, _value_bytes(fmt))
-    done = np.zeros(chips.n, dtype=bool)
+    n = chips.n
+    rate = energy = nbytes = done = None  # (made where a point falls back: the first format every point has is the
+    # common case, one pass over the points)
     for f in _fallback_chain(fmt):
         fp = chips.flops_per_cycle(f)
+        if done is None:  # (no point has found its format yet)
+            one = same_at_every_point(fp)
+            if ((fp[:1] if one else fp) > 0).all():  # every point has it
+                return (over_points(fp[:1] if one else fp.copy(), n), over_points(
+                    chips.compact(f"energy.flop.{f}", 0.0), n), over_points(_value_bytes(f), n))
+            if one:  # (no point has it)
+                continue
+            rate, energy, nbytes, done = np.zeros(n), np.zeros(n), np.full(n, _value_bytes(fmt)), np.zeros(n, bool)
         ok = ~done & (fp > 0)
-        if ok.all():  # the common case: every point has it
-            return (over_points(fp[:1] if same_at_every_point(fp) else fp.copy(), chips.n),
-                    over_points(chips.compact(f"energy.flop.{f}", 0.0), chips.n), over_points(_value_bytes(f), chips.n))
         if ok.any():
             rate[ok] = fp[ok]
             energy[ok] = chips.get(f"energy.flop.{f}", 0.0)[ok]
@@ -315,6 +319,8 @@ def _format_rate(chips: Chips, fmt: str) -> tuple[np.ndarray, np.ndarray, np.nda
             done |= ok
         if done.all():
             break
+    if done is None:  # (no point has any)
+        return np.zeros(n), np.zeros(n), np.full(n, _value_bytes(fmt))
     return rate, energy, nbytes
 
 
@@ -335,7 +341,7 @@ def matrix_rate(chips: Chips, key: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     """
     fmt, _, wide = key.partition("|")
     r, e, b = _format_rate(chips, fmt)
-    dq = np.zeros(chips.n)
+    dq = over_points(0.0, chips.n)
     if wide:
         native = chips.flops_per_cycle(fmt) > 0
         if not native.all():
@@ -838,6 +844,8 @@ def power_inputs(chips: Chips, package=None, most: bool = True) -> dict[str, np.
     out, unusual = _chip_power_kernel(*(jit.points(x, x.size) for x in sums), None if one else inverse, *per_point,
                                       rows)
     leak, clk, rated, d, v1, s1, fixed1 = out[:, :rows]
+    if rows > 1 and np.ndim(per_point[4]) == 0 and per_point[4] == per_point[4]:  # (one rated clock given for every
+        rated = rated[:1]  # point: the rated clock, one value)
 
     def with_leak(x):  # V_min, V_nom or V_th + 0 x leak (NaN where a leak is not finite): the figure itself where
         # every point shares it, every leak is finite and it is not -0.0 (which + 0.0 makes 0.0)
