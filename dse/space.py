@@ -103,6 +103,11 @@ class Param(abc.ABC):
         """The matching Optuna distribution."""
 
 
+#: the largest magnitude of an integer parameter's bounds and step: its values low + i x step and its range
+#: high - low are computed as int64 (numpy's; a step of 2^63 overflowed the search's Latin hypercube)
+INT_PARAM_BOUND = 2 ** 62
+
+
 @dataclass(frozen=True)
 class IntParam(Param):
     """Integers ``low, low + step, ...`` up to ``high``.
@@ -124,6 +129,9 @@ class IntParam(Param):
             raise SpecError(f"parameter '{self.name}': low ({low}) must be <= high ({high})")
         if step < 1:
             raise SpecError(f"parameter '{self.name}': step must be >= 1, got {step}")
+        if max(abs(low), abs(high), step) > INT_PARAM_BOUND:  # (a search computes its values as int64: low + i step)
+            raise SpecError(f"parameter '{self.name}': low, high and step must lie within +-2^62, got low {low}, "
+                            f"high {high}, step {step}")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
         object.__setattr__(self, "step", step)

@@ -52,6 +52,8 @@ def test_choice_param():
         (lambda: IntParam("hbm.stacks", 8, 4), "hbm.stacks.*low \\(8\\) must be <= high \\(4\\)"),
         (lambda: IntParam("cu", 1, 4, step=0), "cu.*step"),
         (lambda: IntParam("cu", 1.5, 4), "cu.*integer"),
+        (lambda: IntParam("units", 16, 192, step=2 ** 63), "units.*2\\^62"),  # (found by tests/scale/test_fuzz.py)
+        (lambda: IntParam("units", -2 ** 63, 0), "units.*2\\^62"),
         (lambda: FloatParam("clock", 2.0, 1.0), "clock.*low"),
         (lambda: FloatParam("clock", 1.0, float("nan")), "clock.*finite"),
         (lambda: LogParam("l2", 0.0, 1.0), "l2.*> 0"),
