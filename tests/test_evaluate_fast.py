@@ -330,3 +330,36 @@ def test_a_chip_column_is_one_value_only_where_every_point_has_it():
         b[at] = 3.0
         got = ev._column(b)
         assert got.shape == (1000, 1) and got[at, 0] == 3.0, at
+
+
+@pytest.mark.parametrize("n", [1, 1300])
+def test_one_pass_of_a_point_s_sums_and_results_equals_the_two_kernels(monkeypatch, n):
+    """One operator on one chip: the tail's sums and the point's results come from one pass
+    (evaluator._tail_point_kernel, a chunk of points at a time); on the same inputs they are, to the bit, those of
+    the two kernels it stands for (evaluator._tail_kernel, then evaluator._point_kernel on the sums, the step the
+    longer of the device's work and the host's launches), for 1 point and for 1,300 (two chunks of 512 and one of
+    276), random designs with throttled points and repeated ones. The sums that the results alone read are not
+    kept."""
+    chips = random_points("h100", n, seed=31 + n)
+    seen = []
+    real = ev._tail_point_kernel
+    monkeypatch.setattr(ev, "_tail_point_kernel", lambda *a: seen.append(a) or real(*a))
+    out = evaluate_workload(chips, workload("gemm")).columns
+    assert len(seen) == 1 and np.isfinite(out["time_s"]).all()
+    x, per_point, count, grouped, px, tokens, flops = seen[0]
+    sums, res = real(*seen[0])
+    two = ev._tail_kernel(x, per_point, count, grouped, np.zeros((0, 3), dtype=np.int64), None)
+    names = ev.POINT_SUMS + ev.TAIL_SUMS
+    px = list(px)
+    for k, i in (("e_fixed", 5), ("device", 3), ("e_compute", 7), ("clock_flops", 13), ("clock_min", 14),
+                 ("voltage_flops", 15), ("voltage_min", 16)):
+        px[i] = two[names.index(k)]
+    assert np.isnan(seen[0][4][3]).all()  # (the device's time: the one pass's own, not an argument)
+    px[0] = ev.pipeline.overlapped_core(px[3], px[4])  # (the step: the device's work, or the launches)
+    want = ev._point_kernel(tuple(px), tokens, flops)
+    for i, k in enumerate(ev.POINT_RESULTS):
+        np.testing.assert_array_equal(res[i, :sums.shape[1]].view(np.int64), want[i].view(np.int64), err_msg=k)
+    for i, k in enumerate(names):
+        if k not in ev._POINT_RESULTS_ALONE:
+            np.testing.assert_array_equal(sums[i].view(np.int64), two[i].view(np.int64), err_msg=k)
+    assert (out["clock_ratio"] < 1.0).any() or n == 1

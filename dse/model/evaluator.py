@@ -1943,6 +1943,33 @@ TAIL_SUMS = ("t_matrix_s", "t_matrix_ideal_s", "t_vector_s", "t_memory_s", "t_ro
              "memory_throttled")
 
 
+@jit.rule
+def tail_one(padded_flops, flops, rate, cr, ceff, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1, stretch, law,
+             leak, clk, e_comp1, e_mem, reg_bytes, local_bytes, l2_bytes, e_reg, e_loc, e_l2, s1, t_comp, w, outside):
+    """:func:`_tail_kernel`'s numbers of a point of one operator (counted ``w`` times; ``outside`` true where it is
+    not in a fused attention block; ``law`` the clock law's (d, V_min, V_nom, V_th, V1, scaling)), in the order of
+    :data:`POINT_SUMS` + :data:`TAIL_SUMS`: its times at its clock (:func:`operator_times`), its memory traffic
+    slowed where even the lowest clock is over TDP (:func:`memory_stretched`), its energies at the operating point
+    (:func:`operating_energy`), their sums (:func:`operator_sums`, 0 + each: a sum of one term) and its times x
+    ``w``. (A rule numba inlines takes at most 30 arguments.)"""
+    d, v_min, v_nom, v_th, v1, scaling = law
+    t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = operator_times(
+        padded_flops, flops, rate, cr, ceff, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1)
+    t_busy, t_memory = memory_stretched(t_busy, t_memory1, stretch)
+    v, e_scale, e_c, p_fixed, e_fixed, bound, power = operating_energy(
+        cr, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_comp1, e_mem, t_busy, t_matrix, t_vector, t_memory, t_l2,
+        t_local)
+    y = operator_sums(w, e_c, e_fixed, bound, e_scale, v, cr, t_busy, padded_flops, reg_bytes, local_bytes, l2_bytes,
+                      e_reg, e_loc, e_l2, s1)
+    return (0.0 + y[0], 0.0 + y[1], 0.0 + y[2], 0.0 + y[3], 0.0 + y[4], 0.0 + y[5], 0.0 + y[6], 0.0 + y[7],
+            0.0 + y[8], 0.0 + y[9], 0.0 + y[10], 0.0 + y[11], jit.minimum(np.inf, cr), 0.0 + y[12],
+            jit.minimum(np.inf, v), jit.where(outside, jit.maximum(-np.inf, power), -np.inf),
+            bound_code(0.0 + y[6], 0.0 + y[7], 0.0 + y[8], 0.0 + y[9], 0.0 + y[10]), 0.0 + t_matrix * w,
+            0.0 + t_matrix_ideal * w, 0.0 + t_vector * w, 0.0 + t_memory * w,
+            0.0 + pipeline.overlapped_core(t_matrix_ideal, t_comp) * w, 0.0 + t_l2 * w, 0.0 + t_local * w,
+            jit.where(stretch > 1.0, 1.0, 0.0))
+
+
 @jit.kernel
 def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
     """The block from the sustained clock on, one point at a time, without its (points, operators) arrays: each
@@ -1972,26 +1999,16 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
     if n_ops is None:  # (one operator a point, jit.of_op: one pass along the points, on the vector lanes)
         w, outside = jit.of_op(count, 0), jit.of_op(grouped, 0) < 0.5
         for p in range(rows):
-            t_matrix, t_matrix_ideal, t_vector, t_l2, t_local, t_busy = operator_times(
-                at(padded_flops, p), at(flops, p), rate[p], cr[p], at(ceff, p), wave_eff[p], t_vector1[p], t_l2_1[p],
-                t_loc_1[p], t_memory1[p])
-            t_busy, t_memory = memory_stretched(t_busy, t_memory1[p], stretch[p])
-            v, e_scale, e_c, p_fixed, e_fixed, bound, power = operating_energy(
-                cr[p], at(d, p), at(v_min, p), at(v_nom, p), at(v_th, p), at(v1, p), at(scaling, p), at(leak, p),
-                at(clk, p), e_comp1[p], e_mem[p], t_busy, t_matrix, t_vector, t_memory, t_l2, t_local)
-            y = operator_sums(w, e_c, e_fixed, bound, e_scale, v, cr[p], t_busy, at(padded_flops, p), reg_bytes[p],
-                              local_bytes[p], l2_bytes[p], at(e_reg, p), at(e_loc, p), at(e_l2, p), at(s1, p))
-            sums[0, p], sums[1, p], sums[2, p], sums[3, p] = 0.0 + y[0], 0.0 + y[1], 0.0 + y[2], 0.0 + y[3]
-            sums[4, p], sums[5, p], sums[6, p], sums[7, p] = 0.0 + y[4], 0.0 + y[5], 0.0 + y[6], 0.0 + y[7]
-            sums[8, p], sums[9, p], sums[10, p], sums[11, p] = 0.0 + y[8], 0.0 + y[9], 0.0 + y[10], 0.0 + y[11]
-            sums[12, p], sums[13, p], sums[14, p] = jit.minimum(np.inf, cr[p]), 0.0 + y[12], jit.minimum(np.inf, v)
-            sums[15, p] = jit.where(outside, jit.maximum(-np.inf, power), -np.inf)
-            sums[16, p] = bound_code(0.0 + y[6], 0.0 + y[7], 0.0 + y[8], 0.0 + y[9], 0.0 + y[10])
-            sums[17, p], sums[18, p] = 0.0 + t_matrix * w, 0.0 + t_matrix_ideal * w
-            sums[19, p], sums[20, p] = 0.0 + t_vector * w, 0.0 + t_memory * w
-            sums[21, p] = 0.0 + pipeline.overlapped_core(t_matrix_ideal, t_comp[p]) * w
-            sums[22, p], sums[23, p] = 0.0 + t_l2 * w, 0.0 + t_local * w
-            sums[24, p] = jit.where(stretch[p] > 1.0, 1.0, 0.0)
+            y = tail_one(at(padded_flops, p), at(flops, p), rate[p], cr[p], at(ceff, p), wave_eff[p], t_vector1[p],
+                         t_l2_1[p], t_loc_1[p], t_memory1[p], stretch[p], (at(d, p), at(v_min, p), at(v_nom, p),
+                         at(v_th, p), at(v1, p), at(scaling, p)), at(leak, p), at(clk, p), e_comp1[p], e_mem[p],
+                         reg_bytes[p], local_bytes[p], l2_bytes[p], at(e_reg, p), at(e_loc, p), at(e_l2, p), at(s1, p),
+                         t_comp[p], w, outside)
+            sums[0, p], sums[1, p], sums[2, p], sums[3, p], sums[4, p] = y[0], y[1], y[2], y[3], y[4]
+            sums[5, p], sums[6, p], sums[7, p], sums[8, p], sums[9, p] = y[5], y[6], y[7], y[8], y[9]
+            sums[10, p], sums[11, p], sums[12, p], sums[13, p], sums[14, p] = y[10], y[11], y[12], y[13], y[14]
+            sums[15, p], sums[16, p], sums[17, p], sums[18, p], sums[19, p] = y[15], y[16], y[17], y[18], y[19]
+            sums[20, p], sums[21, p], sums[22, p], sums[23, p], sums[24, p] = y[20], y[21], y[22], y[23], y[24]
         return sums
     t = np.empty((8, _ROW))  # a point's matrix, vector, memory, L2, local-buffer and operator times, the ideal
     # matrix time and the roofline's
@@ -2054,6 +2071,76 @@ def _tail_kernel(x, per_point, count, grouped, groups, n_ops):
         sums[17, p], sums[18, p], sums[19, p], sums[20, p] = s_m, s_mi, s_v, s_mem
         sums[21, p], sums[22, p], sums[23, p], sums[24, p] = s_roof, s_l2, s_loc, slowed
     return sums
+
+
+#: points :func:`_tail_point_kernel` takes at a time (their sums that point_results alone reads in the L1 cache)
+_TAIL_POINT_CHUNK = 512
+
+#: the sums of :data:`POINT_SUMS` that :func:`point_results` alone reads (not written by :func:`_tail_point_kernel`)
+_POINT_RESULTS_ALONE = ("e_fixed", "device", "clock_flops", "clock_min", "voltage_flops", "voltage_min")
+#: :func:`point_results`' inputs :func:`_tail_point_kernel` finds in its own pass, in place of its arguments (NaN)
+_NOT_PASSED = np.full(1, np.nan)
+_FROM_THE_TAIL = {k: _NOT_PASSED for k in _POINT_RESULTS_ALONE + ("e_compute",)}
+
+
+@jit.rule(loops=True)
+def _tail_point_chunk(x, per_point, px, w, outside, sums, out, alone, m, tokens, flops):
+    """:func:`_tail_point_kernel` of a chunk of ``m`` points (its arguments' views, jit.chunk; ``sums`` and ``out``
+    the chunk's columns; ``alone`` the chunk's scratch)."""
+    (padded_flops, flops_op, rate, cr, stretch, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1, e_comp1, e_mem,
+     reg_bytes, local_bytes, l2_bytes, t_comp, waves) = x
+    ceff, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
+    (_steps, stages, step_oh, _device, launches, _e_fixed, fixed1, _e_compute, e_mem_ops, link_bytes, d2d_bytes, e_link,
+     padded_tot, _clock_flops, _clock_min, _voltage_flops, _voltage_min, clock, bytes_mem, bw_raw, bytes_w, e_w,
+     bytes_kv, e_mem_j, peak, leak_w, v_min_p, v_nom_p) = px
+    at = jit.of_op
+    for p in range(m):  # (each loop as the two kernels' own, on the vector lanes)
+        y = tail_one(at(padded_flops, p), at(flops_op, p), rate[p], cr[p], at(ceff, p), wave_eff[p], t_vector1[p],
+                     t_l2_1[p], t_loc_1[p], t_memory1[p], stretch[p], (at(d, p), at(v_min, p), at(v_nom, p),
+                     at(v_th, p), at(v1, p), at(scaling, p)), at(leak, p), at(clk, p), e_comp1[p], e_mem[p],
+                     reg_bytes[p], local_bytes[p], l2_bytes[p], at(e_reg, p), at(e_loc, p), at(e_l2, p), at(s1, p),
+                     t_comp[p], w, outside)
+        sums[0, p], sums[2, p], sums[3, p], sums[4, p] = y[0], y[2], y[3], y[4]
+        sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = y[6], y[7], y[8], y[9], y[10]
+        sums[15, p], sums[16, p], sums[17, p], sums[18, p], sums[19, p] = y[15], y[16], y[17], y[18], y[19]
+        sums[20, p], sums[21, p], sums[22, p], sums[23, p], sums[24, p] = y[20], y[21], y[22], y[23], y[24]
+        alone[0, p], alone[1, p], alone[2, p], alone[3, p], alone[4, p], alone[5, p] = \
+            y[1], y[5], y[11], y[12], y[13], y[14]
+    for p in range(m):
+        device, lp = alone[1, p], at(launches, p)
+        t = point_results(pipeline.overlapped_core(device, lp), at(stages, p), at(step_oh, p), device, lp,
+                          alone[0, p], at(fixed1, p), sums[0, p], at(e_mem_ops, p), at(link_bytes, p),
+                          at(d2d_bytes, p), at(e_link, p), at(padded_tot, p), alone[2, p], alone[3, p], alone[4, p],
+                          alone[5, p], at(clock, p), at(bytes_mem, p), at(bw_raw, p), at(bytes_w, p), at(e_w, p),
+                          at(bytes_kv, p), at(e_mem_j, p), at(peak, p), at(leak_w, p), at(v_min_p, p),
+                          at(v_nom_p, p), tokens, flops)
+        out[0, p], out[1, p], out[2, p], out[3, p] = t[0], t[1], t[2], t[3]
+        out[4, p], out[5, p], out[6, p], out[7, p], out[8, p] = t[4], t[5], t[6], t[7], t[8]
+        out[9, p], out[10, p], out[11, p], out[12, p] = t[9], t[10], t[11], t[12]
+        out[13, p], out[14, p], out[15, p], out[16, p] = t[13], t[14], t[15], t[16]
+
+
+@jit.kernel
+def _tail_point_kernel(x, per_point, count, grouped, px, tokens, flops):
+    """:func:`_tail_kernel` of one operator a point (``count`` and ``grouped`` numbers) and :func:`_point_kernel` of
+    one chip whose step is one batch, in one pass along the points: each point's sums (:func:`tail_one`) go on to
+    its results (:func:`point_results`; the step the device's work or the host's launches, whichever is longer)
+    where they are found. The sums :func:`point_results` alone reads (:data:`_POINT_RESULTS_ALONE`) are not written
+    (their rows of the sums hold nothing), and the step's time is not an array of its own: 100,000 GEMM points ~0.4
+    ms less than the two kernels and the step's numpy pass, which wrote and read again 7 arrays of the points (issue
+    20). ``x`` and ``per_point``: :func:`_tail_kernel`'s; ``px``: :func:`_point_kernel`'s inputs (those it finds
+    itself: NaN, not read). Returns (the sums, (results, >= points) of :data:`POINT_RESULTS`)."""
+    at = jit.of_op
+    rows = x[2].size
+    w, outside = at(count, 0), at(grouped, 0) < 0.5
+    sums = np.empty((len(POINT_SUMS) + len(TAIL_SUMS), rows))
+    out = jit.staggered(len(POINT_RESULTS), rows)
+    alone = np.empty((6, jit.SCRATCH_ROW))  # (a chunk's sums that point_results alone reads: in the L1 / L2 cache)
+    for c0 in range(0, rows, _TAIL_POINT_CHUNK):
+        c1 = min(rows, c0 + _TAIL_POINT_CHUNK)
+        _tail_point_chunk(jit.chunk(x, c0, c1), jit.chunk(per_point, c0, c1), jit.chunk(px, c0, c1), w, outside,
+                          sums[:, c0:c1], out[:, c0:c1], alone, c1 - c0, tokens, flops)
+    return sums, out
 
 
 #: a point's results from its operators' sums (:func:`point_results`), in its order
@@ -2523,6 +2610,22 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     d2d_bytes = t_d2d = central = np.zeros((1, 1))
     one_op = _FUSED and len(ops.names) == 1 and not want_ops  # (its operating points by the passes, the rest fused:
     # the tail's times, energies and sums in one pass along the points, 100,000 GEMM points ~2% faster than the passes)
+    koh = c.koh
+    step_oh = c.step_oh[:, 0]
+    launches = (koh * cnt).sum(axis=1)
+    p_sys, m_mb = c.nsys[:, 0], info.micro_batches
+    one_step = m_mb == 1 and (c.nsys == 1).all()  # one chip, the step as one batch: no links
+    bytes_mem_tot, bytes_w_tot, bytes_kv_tot = (laid_sums[k] if k in laid_sums else _sum(x, cnt) for k, x in (
+        ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv)))
+    tokens, flops = info.tokens, info.flops
+
+    def point_inputs(steps, stages, device, point, link_bytes, d2d_tot):
+        """:func:`point_results`' inputs but the workload's tokens and FLOPs (:func:`_point_kernel`'s order)."""
+        return (steps, stages, step_oh, device, launches, point["e_fixed"], fixed1, point["e_compute"],
+                _sum(E_mem_op, cnt), link_bytes, d2d_tot, c.e_link, tot_padded, point["clock_flops"],
+                point["clock_min"], point["voltage_flops"], point["voltage_min"], clock, bytes_mem_tot, c.bw_raw,
+                bytes_w_tot, e_w, bytes_kv_tot, e_mem, peak_main, c.leak, c.v_min, v_nom)
+    res = None  # (the point's results where they come with the tail's pass: _tail_point_kernel)
     if (fused or one_op) and not expert_load and not multi.any():
         # the rest of the operators' quantities, point by point, summed as they are found (_tail_kernel: the same
         # rules as the passes below, without their (points x operators) arrays)
@@ -2532,12 +2635,24 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
         x_in = tuple(_full(x, op_shape).reshape(-1) for x in full[2 if one_op else 0:])
         if one_op:  # (the operator's FLOPs: numbers where every point has the same, jit.numbers_or_points)
             x_in = jit.numbers_or_points(full[:2], op_shape[0]) + x_in
-        sums = _tail_kernel(x_in, _per_point_groups(tuple(_per_point_column(x) for x in (ceff,) + energy_point),
-                                                    _TAIL_POINT_GROUPS, op_shape[0]),
-                            *((_one_value(cnt), _one_value(grouped)) if one_op else
-                              (jit.points(cnt, cnt.size), jit.points(grouped, grouped.size))),
-                            _group_columns(ops), None if one_op else op_shape[1])
-        point = dict(zip(POINT_SUMS + TAIL_SUMS, sums))
+        tail_in = (x_in, _per_point_groups(tuple(_per_point_column(x) for x in (ceff,) + energy_point),
+                                           _TAIL_POINT_GROUPS, op_shape[0]),
+                   *((_one_value(cnt), _one_value(grouped)) if one_op else
+                     (jit.points(cnt, cnt.size), jit.points(grouped, grouped.size))))
+        rows = op_shape[0]
+        fuse = one_op and one_step  # (one operator, one chip: the point's results in the tail's pass, the sums they
+        # alone read not written, _tail_point_kernel; where no input of them has more points than the tail)
+        if fuse:
+            inputs = point_inputs(_NOT_PASSED, 1.0, _NOT_PASSED, _FROM_THE_TAIL, np.zeros(1), np.zeros(1))
+            fuse = max(np.shape(x)[0] if np.ndim(x) else 1 for x in inputs) <= rows
+        if fuse:
+            sums, res_rows = _tail_point_kernel(*tail_in, _per_point_groups(inputs, _POINT_GROUPS, rows),
+                                                float(tokens), float(flops))
+            res = {k: res_rows[i, :rows] for i, k in enumerate(POINT_RESULTS)}
+            point = {k: sums[i] for i, k in enumerate(POINT_SUMS + TAIL_SUMS) if k not in _POINT_RESULTS_ALONE}
+        else:
+            sums = _tail_kernel(*tail_in, _group_columns(ops), None if one_op else op_shape[1])
+            point = dict(zip(POINT_SUMS + TAIL_SUMS, sums))
         time_sums = {k: point[k] for k in TAIL_SUMS[:-1]}
         peak_power = point["power_max"]
         throttled = point["memory_throttled"] > 0.5
@@ -2601,32 +2716,25 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
                            t_memory_compulsory=t_comp, bytes_memory=bytes_mem, bytes_compulsory=bytes_comp,
                            padded_flops=padded_flops, tm=tm, tn=tn, split=split,
                            energy=E_compute_op + E_mem_op + E_fixed_op)
-    koh = c.koh
     E_compute = point["e_compute"]
-    step_oh = c.step_oh[:, 0]
-    launches = (koh * cnt).sum(axis=1)
-    device = point["device"]
-    # ---- scale-up links (seed 004 §4.5.3: T = alpha + V / R per step), dependent stages after the device work
-    work = pipeline.overlapped_core(device, launches)  # host launches overlap the device's work (seed 004 §4.8.1)
-    p_sys, m_mb = c.nsys[:, 0], info.micro_batches
-    if m_mb == 1 and (c.nsys == 1).all():  # one chip, the step as one batch: no links
-        steps, stages = work, 1.0
-        t_link = t_ar = t_a2a = link_bytes = bubble = ar_algo = np.zeros(1)
-    else:
-        steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
     d2d_tot = _sum(d2d_bytes, cnt, op_shape)
-    bytes_mem_tot, bytes_w_tot, bytes_kv_tot = (laid_sums[k] if k in laid_sums else _sum(x, cnt) for k, x in (
-        ("bytes_memory", bytes_mem), ("bytes_weights", bytes_w), ("bytes_kv", bytes_kv)))
+    device = point.get("device")
+    if one_step:  # (one chip, the step as one batch: no links)
+        t_link = t_ar = t_a2a = link_bytes = bubble = ar_algo = np.zeros(1)
+    if res is None:
+        # ---- scale-up links (seed 004 §4.5.3: T = alpha + V / R per step), dependent stages after the device work
+        work = pipeline.overlapped_core(device, launches)  # host launches overlap the device's work (seed 004 §4.8.1)
+        if one_step:
+            steps, stages = work, 1.0
+        else:
+            steps, stages, t_link, t_ar, ar_algo, t_a2a, link_bytes, bubble = _system_step(c, info, work)
+        # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
+        inputs = point_inputs(steps, stages, device, point, link_bytes, d2d_tot)
+        rows = max(x.shape[0] if type(x) is np.ndarray and x.ndim else 1 for x in inputs)  # (the points they
+        # broadcast to)
+        res = dict(zip(POINT_RESULTS, _point_kernel(_per_point_groups(inputs, _POINT_GROUPS, rows), float(tokens),
+                                                    float(flops))))
     w = info
-    tokens, flops = w.tokens, w.flops
-    # the step's time, energy, power and rates of each point, from its operators' sums (point_results)
-    inputs = (steps, stages, step_oh, device, launches, point["e_fixed"], fixed1, E_compute, _sum(E_mem_op, cnt),
-              link_bytes, d2d_tot, c.e_link, tot_padded, point["clock_flops"], point["clock_min"],
-              point["voltage_flops"], point["voltage_min"], clock, bytes_mem_tot, c.bw_raw, bytes_w_tot, e_w,
-              bytes_kv_tot, e_mem, peak_main, c.leak, c.v_min, v_nom)
-    rows = max(x.shape[0] if type(x) is np.ndarray and x.ndim else 1 for x in inputs)  # (the points they broadcast to)
-    res = dict(zip(POINT_RESULTS, _point_kernel(_per_point_groups(inputs, _POINT_GROUPS, rows), float(tokens),
-                                                float(flops))))
     time_s = res["time_s"]
     # read lower bound: the weight and KV bytes over the interface(s) alone (seed 004 §4.8.2, §4.7.3)
     bw1 = bw_eff[:, 0]

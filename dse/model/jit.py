@@ -44,8 +44,8 @@ import numpy as np
 __all__ = ["OPTIONS", "LLVM_OPTIONS", "announce_compiling", "rule", "kernel", "sums_kernel", "elementwise",
            "overload_numbers", "staggered", "SCRATCH_ROW", "where", "maximum", "minimum", "sqrt", "fmax",
            "nan_to_num", "points", "one_valued", "one_over", "all_alike", "number_or_points", "numbers_or_points",
-           "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "op_count",
-           "is_integer", "is_array", "quiet", "compiler"]
+           "filled", "distinct", "sets_alike", "laid_over", "rows_laid_over", "set_of", "of_op", "chunk",
+           "op_count", "is_integer", "is_array", "quiet", "compiler"]
 
 #: numba options of every compiled rule: numpy's division semantics
 OPTIONS = {"error_model": "numpy"}
@@ -506,15 +506,17 @@ def distinct(keys, most: int | None = None):
 
 def _key_bits(keys) -> tuple:
     """:func:`distinct`'s keys as its kernel reads them: a tuple of the inputs' bits, each a contiguous read-only
-    (n,) int64 view (one compiled signature per number of inputs). Stacking them into one (k, n) array copied
-    them: 100,000 GEMM points ~0.4 ms of the call's ~11 (issue 20)."""
-    if type(keys) is np.ndarray and keys.ndim == 2:
-        keys = tuple(keys)
-    if not len(keys):
+    (n,) int64 view (one compiled signature per number of inputs); a (k, n) array among them gives its k rows.
+    Stacking them into one (k, n) array copied them: 100,000 GEMM points ~0.4 ms of the call's ~11 (issue 20)."""
+    rows = []
+    for x in (keys,) if type(keys) is np.ndarray else keys:
+        x = np.asarray(x)
+        rows.extend(x if x.ndim == 2 else (x,))
+    if not rows:
         raise ValueError("distinct takes at least one input")
-    varying = [x for x in keys if not (type(x) is np.ndarray and x.ndim == 1 and x.size > 1 and x.strides[0] == 0)]
+    varying = [x for x in rows if not (x.ndim == 1 and x.size > 1 and x.strides[0] == 0)]
     out = []
-    for x in varying or keys[:1]:  # (an input of one value laid over the points tells none apart)
+    for x in varying or rows[:1]:  # (an input of one value laid over the points tells none apart)
         x = np.ascontiguousarray(x)
         b = (x if x.dtype == np.int64 else x.astype(FLOAT, copy=False)).view(np.int64).reshape(-1)
         b.flags.writeable = False
@@ -646,6 +648,14 @@ def of_op(x, j):
     return x if np.ndim(x) == 0 else x[j]
 
 
+def chunk(xs: tuple, start: int, end: int) -> tuple:
+    """Points ``start`` .. ``end`` of a kernel's arguments ``xs`` (a tuple of arrays along the points, read with
+    :func:`of_op`, and numbers): each array's slice (a view), each number itself. A kernel that takes its points a
+    chunk at a time runs each chunk's loops from 0 over these views: numba's loop over ``range(start, end)`` inside
+    another loop ran one point at a time, a loop over a chunk's views runs on the vector lanes (issue 20)."""
+    return tuple(_chunk_of(x, start, end) for x in xs)
+
+
 def op_count(n_ops):
     """Operators per point of a block kernel's ``n_ops`` argument: 1 for ``None`` (see :func:`of_op`; in a kernel
     compiled for ``None`` it is the constant 1)."""
@@ -664,6 +674,28 @@ def _set_of_numbers(inverse, i):
     if is_array(inverse):
         return lambda inverse, i: inverse[i]
     return lambda inverse, i: i
+
+
+@overload_numbers(chunk)
+def _chunk_numbers(xs, start, end):
+    """:func:`chunk` for a tuple of these types: its arguments one by one (a tuple of arrays and numbers is not one
+    type numba can loop over; the code for its length is written out)."""
+    names = ", ".join(f"_chunk_of(xs[{i}], start, end)" for i in range(len(xs)))
+    scope = {"_chunk_of": _chunk_of}
+    exec(f"def impl(xs, start, end):\n    return ({names}{',' if len(xs) == 1 else ''})\n", scope)
+    return scope["impl"]
+
+
+def _chunk_of(x, start, end):
+    """One argument of :func:`chunk`."""
+    return x[start:end] if np.ndim(x) else x
+
+
+@overload_numbers(_chunk_of)
+def _chunk_of_numbers(x, start, end):
+    if is_array(x):
+        return lambda x, start, end: x[start:end]
+    return lambda x, start, end: x
 
 
 @overload_numbers(op_count)

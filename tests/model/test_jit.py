@@ -318,6 +318,8 @@ def test_distinct_of_separate_inputs_equals_distinct_of_their_stack():
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         got = jit.distinct(keys, most=n // 2)
         assert got is not None and got[1].tolist() == want[1].tolist()
+    rows = np.vstack([a, cls.astype(float)])  # (a (k, n) array among the inputs: its rows, each an input)
+    assert jit.distinct([rows, wide[:, 2], one])[1].tolist() == want[1].tolist()
     first, inverse = jit.distinct([one, one])  # (one value: one set)
     assert first.tolist() == [0] and (inverse == 0).all()
     assert jit.distinct([np.array([0.0, -0.0, 0.0]), np.ones(3)])[1].tolist() == [0, 1, 0]  # (by their bits)
@@ -1205,3 +1207,19 @@ def test_kernels_raise_no_numpy_warnings_even_where_numpy_raises():
             q, r = bad(1.0, 0.0)
             assert np.isinf(q) and np.isnan(r)
             assert (np.ones(3) * 2.0).tolist() == [2.0] * 3  # (numpy's next operation: no stale flag reported)
+
+
+def _first_chunk_sum(xs):
+    c = jit.chunk(xs, 2, 5)
+    return c[0].sum() + c[1] + c[2].sum()
+
+
+def test_a_chunk_of_a_kernel_s_arguments_is_views_and_numbers():
+    """jit.chunk: points start .. end of each array of a kernel's arguments (a view, nothing copied) and each
+    number itself, in Python and in a compiled kernel (where it is written out for the tuple's types)."""
+    a, b = np.arange(10.0), 2.0 * np.arange(10.0)
+    got = jit.chunk((a, 3.5, b), 2, 5)
+    assert got[0].tolist() == [2.0, 3.0, 4.0] and got[1] == 3.5 and got[2].tolist() == [4.0, 6.0, 8.0]
+    assert np.shares_memory(got[0], a) and jit.chunk((a,), 0, 3)[0].tolist() == [0.0, 1.0, 2.0]
+    compiled = jit.compiler().njit(**jit.OPTIONS)(_first_chunk_sum)
+    assert compiled((a, 3.5, b)) == _first_chunk_sum((a, 3.5, b)) == 9.0 + 3.5 + 18.0
