@@ -139,10 +139,10 @@ def derive(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         g = a.get(key)
         if g is None:
             return derived
-        if g.size == 1 and not np.isnan(g[0]):  # (one value given for every point: itself, one value, whatever the
-            # derivation's; laid over an array of the points it was read point by point, and streamed, where
+        if g.size == 1 and not np.isnan(g).any():  # (one value given for every point: itself, one value, whatever
+            # the derivation's; laid over an array of the points it was read point by point, and streamed, where
             # the derivation varies: an H100's L2 bandwidth and rated clock beside a sweep of units and clock)
-            return g
+            return g.reshape(1)
         return np.where(np.isnan(g), derived, g)
 
     out = dict(a)
