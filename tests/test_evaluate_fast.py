@@ -339,7 +339,7 @@ def test_one_pass_of_a_point_s_sums_and_results_equals_the_two_kernels(monkeypat
     the two kernels it stands for (evaluator._tail_kernel, then evaluator._point_kernel on the sums, the step the
     longer of the device's work and the host's launches), for 1 point and for 1,300 (two chunks of 512 and one of
     276), random designs with throttled points and repeated ones. The sums that the results alone read are not
-    kept."""
+    kept; the bound's code and the memory's throttling come as integers and booleans."""
     chips = random_points("h100", n, seed=31 + n)
     seen = []
     real = ev._tail_point_kernel
@@ -347,7 +347,7 @@ def test_one_pass_of_a_point_s_sums_and_results_equals_the_two_kernels(monkeypat
     out = evaluate_workload(chips, workload("gemm")).columns
     assert len(seen) == 1 and np.isfinite(out["time_s"]).all()
     x, per_point, count, grouped, px, tokens, flops = seen[0]
-    sums, res = real(*seen[0])
+    sums, res, codes, slowed = real(*seen[0])
     two = ev._tail_kernel(x, per_point, count, grouped, np.zeros((0, 3), dtype=np.int64), None)
     names = ev.POINT_SUMS + ev.TAIL_SUMS
     px = list(px)
@@ -360,6 +360,9 @@ def test_one_pass_of_a_point_s_sums_and_results_equals_the_two_kernels(monkeypat
     for i, k in enumerate(ev.POINT_RESULTS):
         np.testing.assert_array_equal(res[i, :sums.shape[1]].view(np.int64), want[i].view(np.int64), err_msg=k)
     for i, k in enumerate(names):
-        if k not in ev._POINT_RESULTS_ALONE:
+        if k not in ev._NOT_IN_THE_SUMS:
             np.testing.assert_array_equal(sums[i].view(np.int64), two[i].view(np.int64), err_msg=k)
+    assert codes.dtype == np.int64 and slowed.dtype == bool  # (as reported: bound_code, memory_throttled)
+    np.testing.assert_array_equal(codes, two[names.index("bound_code")].astype(np.int64))
+    np.testing.assert_array_equal(slowed, two[names.index("memory_throttled")] > 0.5)
     assert (out["clock_ratio"] < 1.0).any() or n == 1

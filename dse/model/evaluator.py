@@ -2081,12 +2081,14 @@ _POINT_RESULTS_ALONE = ("e_fixed", "device", "clock_flops", "clock_min", "voltag
 #: :func:`point_results`' inputs :func:`_tail_point_kernel` finds in its own pass, in place of its arguments (NaN)
 _NOT_PASSED = np.full(1, np.nan)
 _FROM_THE_TAIL = {k: _NOT_PASSED for k in _POINT_RESULTS_ALONE + ("e_compute",)}
+#: the rows of the sums :func:`_tail_point_kernel` does not write (those it gives as integers and booleans too)
+_NOT_IN_THE_SUMS = _POINT_RESULTS_ALONE + ("bound_code", "memory_throttled")
 
 
 @jit.rule(loops=True)
-def _tail_point_chunk(x, per_point, px, w, outside, sums, out, alone, m, tokens, flops):
-    """:func:`_tail_point_kernel` of a chunk of ``m`` points (its arguments' views, jit.chunk; ``sums`` and ``out``
-    the chunk's columns; ``alone`` the chunk's scratch)."""
+def _tail_point_chunk(x, per_point, px, w, outside, sums, out, codes, slowed, alone, m, tokens, flops):
+    """:func:`_tail_point_kernel` of a chunk of ``m`` points (its arguments' views, jit.chunk; ``sums``, ``out``,
+    ``codes`` and ``slowed`` the chunk's; ``alone`` the chunk's scratch)."""
     (padded_flops, flops_op, rate, cr, stretch, wave_eff, t_vector1, t_l2_1, t_loc_1, t_memory1, e_comp1, e_mem,
      reg_bytes, local_bytes, l2_bytes, t_comp, waves) = x
     ceff, d, v_min, v_nom, v_th, v1, scaling, leak, clk, e_reg, e_loc, e_l2, s1 = per_point
@@ -2102,8 +2104,9 @@ def _tail_point_chunk(x, per_point, px, w, outside, sums, out, alone, m, tokens,
                      t_comp[p], w, outside)
         sums[0, p], sums[2, p], sums[3, p], sums[4, p] = y[0], y[2], y[3], y[4]
         sums[6, p], sums[7, p], sums[8, p], sums[9, p], sums[10, p] = y[6], y[7], y[8], y[9], y[10]
-        sums[15, p], sums[16, p], sums[17, p], sums[18, p], sums[19, p] = y[15], y[16], y[17], y[18], y[19]
-        sums[20, p], sums[21, p], sums[22, p], sums[23, p], sums[24, p] = y[20], y[21], y[22], y[23], y[24]
+        sums[15, p], sums[17, p], sums[18, p], sums[19, p] = y[15], y[17], y[18], y[19]
+        sums[20, p], sums[21, p], sums[22, p], sums[23, p] = y[20], y[21], y[22], y[23]
+        codes[p], slowed[p] = np.int64(y[16]), y[24] > 0.5
         alone[0, p], alone[1, p], alone[2, p], alone[3, p], alone[4, p], alone[5, p] = \
             y[1], y[5], y[11], y[12], y[13], y[14]
     for p in range(m):
@@ -2128,19 +2131,22 @@ def _tail_point_kernel(x, per_point, count, grouped, px, tokens, flops):
     where they are found. The sums :func:`point_results` alone reads (:data:`_POINT_RESULTS_ALONE`) are not written
     (their rows of the sums hold nothing), and the step's time is not an array of its own: 100,000 GEMM points ~0.4
     ms less than the two kernels and the step's numpy pass, which wrote and read again 7 arrays of the points (issue
-    20). ``x`` and ``per_point``: :func:`_tail_kernel`'s; ``px``: :func:`_point_kernel`'s inputs (those it finds
-    itself: NaN, not read). Returns (the sums, (results, >= points) of :data:`POINT_RESULTS`)."""
+    20). The bound's code and the memory's throttling come as the integers and booleans they are reported as (not
+    their rows of the sums: no pass to convert them). ``x`` and ``per_point``: :func:`_tail_kernel`'s; ``px``:
+    :func:`_point_kernel`'s inputs (those it finds itself: NaN, not read). Returns (the sums, (results, >= points)
+    of :data:`POINT_RESULTS`, the bound codes (int64), the memory throttled (bool))."""
     at = jit.of_op
     rows = x[2].size
     w, outside = at(count, 0), at(grouped, 0) < 0.5
     sums = np.empty((len(POINT_SUMS) + len(TAIL_SUMS), rows))
     out = jit.staggered(len(POINT_RESULTS), rows)
+    codes, slowed = np.empty(rows, np.int64), np.empty(rows, np.bool_)
     alone = np.empty((6, jit.SCRATCH_ROW))  # (a chunk's sums that point_results alone reads: in the L1 / L2 cache)
     for c0 in range(0, rows, _TAIL_POINT_CHUNK):
         c1 = min(rows, c0 + _TAIL_POINT_CHUNK)
         _tail_point_chunk(jit.chunk(x, c0, c1), jit.chunk(per_point, c0, c1), jit.chunk(px, c0, c1), w, outside,
-                          sums[:, c0:c1], out[:, c0:c1], alone, c1 - c0, tokens, flops)
-    return sums, out
+                          sums[:, c0:c1], out[:, c0:c1], codes[c0:c1], slowed[c0:c1], alone, c1 - c0, tokens, flops)
+    return sums, out, codes, slowed
 
 
 #: a point's results from its operators' sums (:func:`point_results`), in its order
@@ -2646,16 +2652,18 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
             inputs = point_inputs(_NOT_PASSED, 1.0, _NOT_PASSED, _FROM_THE_TAIL, np.zeros(1), np.zeros(1))
             fuse = max(np.shape(x)[0] if np.ndim(x) else 1 for x in inputs) <= rows
         if fuse:
-            sums, res_rows = _tail_point_kernel(*tail_in, _per_point_groups(inputs, _POINT_GROUPS, rows),
-                                                float(tokens), float(flops))
+            sums, res_rows, codes, slowed = _tail_point_kernel(
+                *tail_in, _per_point_groups(inputs, _POINT_GROUPS, rows), float(tokens), float(flops))
             res = {k: res_rows[i, :rows] for i, k in enumerate(POINT_RESULTS)}
-            point = {k: sums[i] for i, k in enumerate(POINT_SUMS + TAIL_SUMS) if k not in _POINT_RESULTS_ALONE}
+            point = {k: sums[i] for i, k in enumerate(POINT_SUMS + TAIL_SUMS) if k not in _NOT_IN_THE_SUMS}
+            point["bound_code"], point["memory_throttled"] = codes, slowed
         else:
             sums = _tail_kernel(*tail_in, _group_columns(ops), None if one_op else op_shape[1])
             point = dict(zip(POINT_SUMS + TAIL_SUMS, sums))
         time_sums = {k: point[k] for k in TAIL_SUMS[:-1]}
         peak_power = point["power_max"]
-        throttled = point["memory_throttled"] > 0.5
+        throttled = point["memory_throttled"]
+        throttled = throttled if throttled.dtype == bool else throttled > 0.5
     else:
         # the resources' times at the sustained clock; independent resources overlap: the slowest sets the
         # operator's time (seed 004 §4.8.1)
@@ -2806,7 +2814,7 @@ def _evaluate_block(c: ChipColumns, ops: OpTable, tiles, info: "WorkloadInfo", w
     out["quant_error"] = np.array([w.quant_error])
     out["mfu"] = res["mfu"]
     # bound: the resource whose operators took the most time (the first of BOUND_NAMES on a tie)
-    out["bound_code"] = point["bound_code"].astype(np.int64)
+    out["bound_code"] = point["bound_code"].astype(np.int64, copy=False)
     # capacity (seed 004 §4.3.1)
     cap_bytes = c.cap[:, 0]
     resident = w.resident
