@@ -1203,7 +1203,7 @@ def _sum(x, cnt, shape=None):
         x = x.reshape(1, -1)
     if x.shape[1] != cnt.size:
         x = np.broadcast_to(x, (x.shape[0], cnt.size))
-    if x.shape[0] > 1 and x.strides[0] == 0:
+    if _shrunk(x) is not x:  # (one row laid over the points: summed once)
         return _sum(x[:1], cnt)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
