@@ -24,7 +24,7 @@ run: $(STAMP)
 # and a failure of its own is no reason to skip the tests)
 test: $(STAMP)
 	@$(BIN)/python -m compileall -q -j 0 dse objectives constraints >/dev/null 2>&1 || true
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_evaluate.py

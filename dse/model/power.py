@@ -358,20 +358,23 @@ def _operating_points(tdp, e_comp, e_mem, t_busy, t_clocked, t_memory, leak, clo
     r_flat, s_flat = r_out.reshape(-1), s_out.reshape(-1)
     stretched = 0
     vals = np.empty((13, BISECTION_CHUNK))  # (a chunk's inputs, its bracket: in the L1 cache through its steps)
+    raw = np.empty((5, BISECTION_CHUNK))  # (its energies and times, of which the rates)
     lo, hi = np.empty(BISECTION_CHUNK), np.empty(BISECTION_CHUNK)
     for c0 in range(0, n_hot, BISECTION_CHUNK):
         m = min(BISECTION_CHUNK, n_hot - c0)
-        for z in range(m):
+        for z in range(m):  # (gathered; the rates' divisions in a loop of their own, below: on the vector lanes)
             p, o = at[c0 + z] // n_ops, at[c0 + z] % n_ops
             vals[0, z], vals[1, z] = _of(_row(tdp, p), o), _of(_row(leak, p), o)
             vals[2, z], vals[3, z] = _of(_row(clock, p), o), _of(_row(d, p), o)
             vals[4, z], vals[5, z] = _of(_row(v_min, p), o), _of(_row(v_nom, p), o)
             vals[6, z], vals[7, z] = _of(_row(v_th, p), o), _of(_row(v1, p), o)
             vals[8, z] = _of(_row(scaling, p), o)
-            vals[9, z], vals[10, z], vals[11, z], vals[12, z] = operator_power_rates(
-                _of(_row(e_comp, p), o), _of(_row(e_mem, p), o), _of(_row(t_busy, p), o), _of(_row(t_clocked, p), o),
-                _of(_row(t_memory, p), o))
+            raw[0, z], raw[1, z], raw[2, z] = _of(_row(e_comp, p), o), _of(_row(e_mem, p), o), _of(_row(t_busy, p), o)
+            raw[3, z], raw[4, z] = _of(_row(t_clocked, p), o), _of(_row(t_memory, p), o)
             lo[z], hi[z] = floor, 1.0
+        for z in range(m):
+            vals[9, z], vals[10, z], vals[11, z], vals[12, z] = operator_power_rates(raw[0, z], raw[1, z], raw[2, z],
+                                                                                     raw[3, z], raw[4, z])
         bisect_chunk(vals, lo, hi, m, floor, steps)
         for z in range(m):
             r_flat[at[c0 + z]], s_flat[at[c0 + z]] = lo[z], hi[z]
