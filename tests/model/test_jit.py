@@ -328,6 +328,48 @@ def test_distinct_of_separate_inputs_equals_distinct_of_their_stack():
 
 
 
+
+def test_distinct_by_codes_of_whole_numbers_equals_distinct_by_hashes():
+    """jit._coded_distinct_kernel (inputs of small whole numbers numbered by a table of their codes, the others
+    compared with their set's first point) gives jit._distinct_kernel's answer to the bit: the same first points
+    in the same order, the same inverse, the same stop past ``most``; it answers where some input is whole numbers
+    of a span the table holds and every other input is the same within their sets, and leaves the rest to the hash
+    table (a fraction, -0.0 beside 0.0, NaN, inf, 2^52, whole numbers too far apart, another input that splits a
+    set). Cases: the chips' choices (units, stacks and a bandwidth that follows the stacks), negative and int64
+    numbers, a sweep of a continuous input beside them."""
+    rng = np.random.default_rng(RNG_SEED + 33)
+    n = 5000
+    units, stacks = rng.integers(32, 265, n).astype(float), rng.integers(1, 9, n).astype(float)
+    bw = stacks * 8.19e11 + 0.5  # (a fraction, one value per stack count: compared, not coded)
+    cases = {  # (inputs, answered by codes)
+        "units": ([units], True), "units stacks bw": ([units, stacks, bw], True),
+        "int64 classes": ([rng.integers(0, 233, n)], True),
+        "negative": ([rng.integers(-50, 50, n).astype(float)], True),
+        "one value": ([np.full(n, 7.0)], True), "bw alone": ([bw], False),
+        "a sweep beside": ([units, rng.uniform(1e9, 2e9, n)], False),
+        "-0.0 by units": ([np.where(units > 100, 0.0, -0.0), units], True),  # (units coded, the zeros compared)
+        "-0.0 apart": ([np.where(rng.random(n) < 0.5, 0.0, -0.0), units], False),  # (the zeros split the sets)
+        "-0.0 alone": ([np.where(rng.random(n) < 0.5, 0.0, -0.0)], False),
+        "nan": ([np.where(units > 100, units, np.nan)], False),
+        "inf": ([np.where(units > 100, units, np.inf)], False), "2^52": ([units + 2.0 ** 52], False),
+        "far apart": ([units * 1e6], False), "too many codes": ([units, units * 1000 + 1, stacks], True),
+    }
+    for name, (keys, answered) in cases.items():
+        bits, floats = jit._key_bits(keys)
+        for most in (n, 300, 233, 232, 0):
+            want_first, want_inverse = jit._distinct_kernel(bits, most)
+            first, inverse, coded = jit._coded_distinct_kernel(bits, floats, most)
+            stopped = want_first.size > most
+            assert coded == answered or (stopped and not answered), (name, most)
+            if coded:
+                assert first.tolist() == want_first.tolist(), (name, most)
+                if not stopped:
+                    assert inverse.tolist() == want_inverse.tolist(), (name, most)
+        got = jit.distinct(keys)
+        _same_bits(np.vstack([np.asarray(k, dtype=float) for k in keys])[:, got[0]][:, got[1]],
+                   np.vstack([np.asarray(k, dtype=float) for k in keys]))
+
+
 def test_one_value_in_every_set_is_laid_over_as_a_view():
     """jit.laid_over of sets that all hold one value (to the bit) gives that value over the points as a read-only
     view of it (stride 0, nothing written), as dse.hardware.chips holds a shared figure, for values and for a
