@@ -1455,21 +1455,24 @@ def _memory_by_set_kernel(bytes_sets, inverse, bandwidth, compulsory, e_mem, n_o
     rows = inverse.size
     n = rows * k
     out = jit.staggered(4, n)
+    for p in range(rows):  # (the sets' bytes laid over first: the loops that divide then read them in order, on
+        base, src = p * k, inverse[p] * k  # the vector lanes; read through ``inverse`` they ran one point at a time,
+        for j in range(k):  # 100,000 GEMM points 0.25 -> 0.10 ms alone; a decode step's block 0.13 -> 0.16)
+            out[0, base + j] = bytes_sets[src + j]
     if times_only:
         for p in range(rows):
-            base, src, bw = p * k, inverse[p] * k, bandwidth[p]
+            base, bw = p * k, bandwidth[p]
             for j in range(k):
-                out[1, base + j] = memory_time(bytes_sets[src + j], bw)
+                out[1, base + j] = memory_time(out[0, base + j], bw)
                 out[2, base + j] = memory_time(jit.of_op(compulsory, j), bw)
         return out[:, :n]
     for p in range(rows):
-        base, src = p * k, inverse[p] * k
-        bw, em = bandwidth[p], e_mem[p]
+        base, bw, em = p * k, bandwidth[p], e_mem[p]
         for j in range(k):
             i = base + j
-            b = bytes_sets[src + j]
-            out[0, i], out[1, i], out[2, i], out[3, i] = b, memory_time(b, bw), \
-                memory_time(jit.of_op(compulsory, j), bw), memory_energy(b, em)
+            b = out[0, i]
+            out[1, i], out[2, i], out[3, i] = memory_time(b, bw), memory_time(jit.of_op(compulsory, j), bw), \
+                memory_energy(b, em)
     return out[:, :n]
 
 
