@@ -542,6 +542,8 @@ def sets_alike(varying: list, n: int):
 DISTINCT_CODES = 1 << 16
 #: the bits of -0.0 as an int64 (a whole number, but not 0.0's bits)
 _NEGATIVE_ZERO_BITS = -(1 << 63)
+#: whole numbers :func:`_coded_distinct_kernel` codes lie strictly within +-2^52 (a float holds each, exactly)
+_WHOLE_LIMIT = 1 << 52
 
 
 @kernel
@@ -560,12 +562,12 @@ def _coded_distinct_kernel(bits, floats, most):
     size = 1
     for j in range(k):  # (each input's least and greatest value, where all are whole numbers below 2^52)
         row = bits[j]
-        broken, lo, hi = 0, np.int64(4503599627370496), np.int64(-4503599627370496)
+        broken, lo, hi = 0, np.int64(_WHOLE_LIMIT), np.int64(-_WHOLE_LIMIT)
         if floats[j]:  # (whole floats as int64, their least and greatest as integers: loops on the vector lanes)
             v = row.view(np.float64)
             for p in range(n):
                 x = v[p]
-                broken += (x != np.floor(x)) | (np.abs(x) >= 4503599627370496.0) | (row[p] == _NEGATIVE_ZERO_BITS)
+                broken += (x != np.floor(x)) | (np.abs(x) >= _WHOLE_LIMIT) | (row[p] == _NEGATIVE_ZERO_BITS)
             if broken == 0:
                 for p in range(n):
                     w = np.int64(v[p])
@@ -574,7 +576,7 @@ def _coded_distinct_kernel(bits, floats, most):
             for p in range(n):
                 w = row[p]
                 lo, hi = min(lo, w), max(hi, w)
-        whole = n > 0 and broken == 0 and lo > -4503599627370496 and hi < 4503599627370496
+        whole = n > 0 and broken == 0 and lo > -_WHOLE_LIMIT and hi < _WHOLE_LIMIT
         if whole and hi - lo + 1 <= DISTINCT_CODES // size:
             low[j], stride[j], other[j] = lo, size, False
             size *= hi - lo + 1
