@@ -12,8 +12,8 @@ the L2 and the local buffer from continuous ranges too: no two points then share
 package's inputs, the case where the evaluator finds no points alike to evaluate once.
 
 For each N (default 1, 1,000, 100,000 and 1,000,000; ``--quick`` stops at 100,000) and workload: the wall
-and CPU time of ``evaluate_arrays`` (the fast path solvers use), best of ``--repeat`` calls after one
-warm-up call (N >= 1e6: one timed call), designs/s on each, and the same for the numpy reference
+and CPU time of ``evaluate_arrays`` (the fast path solvers use), best of 3 x ``--repeat`` calls after one
+warm-up call (N <= 10: 30 x; N >= 1e6: one timed call), designs/s on each, and the same for the numpy reference
 (``evaluate_arrays(..., reference=True)``: dse.model.evaluator's docstring, "Speed") with the ratio of the
 two CPU rates (the reference evaluates one point at a time, so it is timed on at most REF_POINTS points of the
 N and its "ref CPU" is for those). ``--tables`` adds the per-operator breakdown and the ``evaluate`` DataFrame.
@@ -129,8 +129,10 @@ def timed(fn, repeat: int, warm: bool = True) -> tuple[float, float]:
 
 
 def _repeats(n: int, repeat: int) -> int:
-    """More calls for small N (a call of one point takes a millisecond or less)."""
-    return repeat * 30 if n <= 10 else repeat * 3 if n <= 10_000 else repeat if n < 1_000_000 else 1
+    """More calls for small N (a call of one point takes a millisecond or less), and 3x ``repeat`` below a million
+    points (the targets' N = 1e5 rows: on a shared machine one call in three or four ran 10-30% slower than the
+    others, and the best of three often missed the quiet ones; a call there takes 0.01-0.14 s)."""
+    return repeat * 30 if n <= 10 else repeat * 3 if n < 1_000_000 else 1
 
 
 def main(argv=None) -> int:
