@@ -389,14 +389,34 @@ def points(x, n: int) -> np.ndarray:
     return a
 
 
+#: :func:`one_over`'s views, shared: (the value's bytes, its dtype, the points) -> the read-only view
+_ONE_OVER: dict = {}
+#: the most views :func:`one_over` keeps (it starts over past that)
+ONE_OVER_VIEWS = 4096
+
+
 def one_over(a: np.ndarray, n: int) -> np.ndarray:
-    """The one value of ``a`` (an array of one value) laid over ``n`` points as a read-only view of it (stride 0), as
-    dse.hardware.chips holds a figure every point shares: np.broadcast_to's, made directly (~1 us a call, not ~3:
-    a GEMM evaluation of 100,000 points made ~50) (issue 20)."""
+    """The one value of ``a`` (an array of one value) laid over ``n`` points as a read-only view (stride 0) of a
+    read-only copy of it, as dse.hardware.chips holds a figure every point shares: np.broadcast_to's, made directly
+    and kept (the same value over as many points shares its view, which no caller can make writable: its memory is
+    read-only). Most are a chip's constants, the same call after call: ~0.5 us a call, ~1.6 made (each
+    Chips.from_base made ~180, a GEMM evaluation of 100,000 points ~50) (issue 20)."""
     if a.size != 1:
         raise ValueError(f"one_over lays one value over the points, got {a.size}")
-    v = np.ndarray((n,), dtype=a.dtype, buffer=np.ascontiguousarray(a), strides=(0,))
-    v.flags.writeable = False
+    if a.dtype.hasobject:  # (no bytes to know the value by)
+        key = None
+    else:
+        key = (a.tobytes(), a.dtype, n)
+        v = _ONE_OVER.get(key)
+        if v is not None:
+            return v
+    c = a.reshape(1).copy()
+    c.flags.writeable = False
+    v = np.ndarray((n,), dtype=c.dtype, buffer=c, strides=(0,))
+    if key is not None:
+        if len(_ONE_OVER) >= ONE_OVER_VIEWS:
+            _ONE_OVER.clear()
+        _ONE_OVER[key] = v
     return v
 
 

@@ -394,6 +394,31 @@ def test_one_value_in_every_set_is_laid_over_as_a_view():
         jit.one_over(np.arange(2.0), 5)
 
 
+def test_one_over_shares_one_view_of_a_value_no_caller_can_change():
+    """jit.one_over keeps its views: the same value (to the bit, of the same dtype) over the same number of points
+    is the same read-only view; a view is of a copy (the caller's array changed after leaves it as it was) and no
+    caller can make it writable; 0.0 and -0.0, two NaNs of other bits, 1.0 as a float and as an integer, and other
+    numbers of points are other views. Past jit.ONE_OVER_VIEWS kept it starts over, its answers the same."""
+    a = np.array([2.5])
+    v = jit.one_over(a, 6)
+    assert jit.one_over(np.array([2.5]), 6) is v
+    a[0] = 9.0
+    assert (v == 2.5).all() and jit.one_over(a, 6) is not v and (jit.one_over(a, 6) == 9.0).all()
+    with pytest.raises(ValueError):
+        v.flags.writeable = True
+    nan2 = np.array([np.nan])
+    nan2.view(np.int64)[0] ^= 1
+    others = [jit.one_over(x, n) for x, n in ((np.array([2.5]), 7), (np.array([0.0]), 6), (np.array([-0.0]), 6),
+                                              (np.array([np.nan]), 6), (nan2, 6), (np.array([1.0]), 6),
+                                              (np.array([1], dtype=np.int64), 6))]
+    assert len({id(x) for x in others + [v]}) == len(others) + 1
+    assert np.signbit(others[2]).all() and not np.signbit(others[1]).any()
+    assert others[4].view(np.int64)[0] == nan2.view(np.int64)[0] and others[6].dtype == np.int64
+    for i in range(jit.ONE_OVER_VIEWS + 3):  # (more values than it keeps)
+        w = jit.one_over(np.array([float(i)]), 3)
+        assert w.shape == (3,) and (w == i).all() and not w.flags.writeable
+
+
 def test_distinct_gives_up_where_few_points_repeat():
     """jit.distinct(keys, most): None where more than ``most`` columns differ, found by a sample of
     jit.DISTINCT_SAMPLE points (k columns of U distinct repeat ~k^2 / 2U times) or by the full pass; else the same
