@@ -51,7 +51,7 @@ class DesignMetrics(Mapping):
 
     columns: dict[str, np.ndarray]
     per_workload: tuple[tuple[str, float, WorkloadMetrics], ...]
-    chip_names: tuple[str, ...]
+    chip_names: Sequence[str]  # (a tuple, or the points' numbered names made when read: Chips.name_sequence)
     package_columns: tuple[str, ...] = ()  # area, cost and density: the same for every workload
 
     def __getitem__(self, key: str) -> np.ndarray:
@@ -169,7 +169,7 @@ def evaluate_design(chips: Chips, workloads, *, breakdown: bool = False, tiles=N
     # the memory interface the design has (the system's: bandwidth adds up over chips, seed 004 §4.7.2)
     package["memory_bandwidth_bytes_per_s"] = chips.memory_bandwidth * n_sys
     m.update(package)
-    return DesignMetrics(m, tuple(per), tuple(chips.names), tuple(package))
+    return DesignMetrics(m, tuple(per), chips.name_sequence(), tuple(package))
 
 
 def evaluate_each(chips: Chips, workloads, *, breakdown: bool = False, tiles=None, tiles_for=None,

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse import technology
+from dse import technology, workload as W
 from dse.errors import SpecError
 from dse.evaluate import evaluate_design
 from dse.hardware import (
@@ -313,6 +313,29 @@ def test_taking_points_keeps_their_figures_their_names_and_what_they_share():
     assert many.names == ["point0"] * 3 and many["units"].tolist() == [20.0] * 3 and many["dies"].shape == (3,)
     specs = Chips.from_specs([load_chip("h100-sxm"), load_chip("mi355x")])
     assert specs.take([1, 0]).names == [specs.names[1], specs.names[0]]
+
+
+def test_name_sequence_is_the_names_made_when_read():
+    """Chips.name_sequence (what evaluate_design's DesignMetrics.chip_names holds) reads as Chips.names: the same
+    length, items (negative indices and slices too) and order, for points numbered 0 .. n - 1, taken points and
+    named specs; an index past the end is an IndexError, as a list's; the points' own names are not made by it."""
+    base = load_chip("h100-sxm")
+    chips = Chips.from_base(base, 5, {"units": np.arange(10.0, 15.0)})
+    seq = chips.name_sequence()
+    assert chips._names is None and len(seq) == 5  # (nothing made yet)
+    taken = chips.take([4, 1, 1])
+    specs = Chips.from_specs([load_chip("h100-sxm"), load_chip("mi355x")])
+    for c in (chips, taken, specs):
+        seq, names = c.name_sequence(), list(c.names)
+        assert len(seq) == len(names) and list(seq) == names and tuple(seq) == tuple(names)
+        assert [seq[i] for i in range(-len(names), len(names))] == names + names
+        assert list(seq[1:]) == names[1:] and list(seq[::-1]) == names[::-1]
+        with pytest.raises(IndexError):
+            seq[len(names)]
+    assert list(taken.name_sequence()) == ["point4", "point1", "point1"]
+    metrics = evaluate_design(chips, W.decode("qwen3-8b", batch=1, context=1024))
+    assert metrics.n == 5 and list(metrics.chip_names) == [f"point{i}" for i in range(5)]
+    assert metrics.frame()["chip"].tolist() == [f"point{i}" for i in range(5)]
 
 
 def test_scalar_tables_agree_with_the_derivation():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from dse import technology
@@ -11,6 +13,29 @@ from dse.hardware.rules import KEEPS, MEMORY_CODE, OPTIONAL_INPUTS, derive, over
 from dse.model import jit
 from dse.model.links import TOPOLOGIES
 from dse.precision import get_format
+
+
+class PointNames(Sequence):
+    """The names "point<i>" of points numbered 0 .. n - 1 (``numbers`` an int), or ``numbers`` (an array of each
+    point's number), each made when read."""
+
+    def __init__(self, numbers):
+        self._numbers = numbers
+
+    def __len__(self) -> int:
+        return self._numbers if isinstance(self._numbers, int) else len(self._numbers)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return f"point{i if isinstance(self._numbers, int) else int(self._numbers[i])}"
+
+    def __iter__(self):
+        numbers = range(self._numbers) if isinstance(self._numbers, int) else self._numbers.tolist()
+        return (f"point{i}" for i in numbers)
 
 
 class Chips:
@@ -48,8 +73,16 @@ class Chips:
     def names(self) -> list[str]:
         """The points' names: the specs', else "point<i>" (i: the point's number in the points it was taken from)."""
         if self._names is None:
-            self._names = [f"point{i}" for i in (range(self.n) if self._numbered is None else self._numbered.tolist())]
+            self._names = list(self.name_sequence())
         return self._names
+
+    def name_sequence(self) -> Sequence[str]:
+        """:attr:`names` as an immutable sequence, each "point<i>" made when read (:class:`PointNames`) where the
+        points have no names of their own: 65,536 names took ~10 ms to make, ~8% of a batch of the default study's
+        evaluation that reads none of them (issue 20)."""
+        if self._names is not None:
+            return tuple(self._names)
+        return PointNames(self.n if self._numbered is None else self._numbered)
 
     def __len__(self) -> int:
         return self.n
