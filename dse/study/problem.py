@@ -150,6 +150,8 @@ def evaluate_points(spec: StudySpec, params: dict[str, np.ndarray]) -> dict[str,
     out: dict[str, np.ndarray] = {}
     for idx, chips, mix in design_groups(spec, params):
         m = evaluate_design(chips, mix, tiles_for=tile_fn).columns
+        if len(idx) == n:  # (one group, every point in order: each metric copied as it is, not scattered)
+            return {k: np.array(v) for k, v in m.items()}
         for k, v in m.items():
             if k not in out:
                 out[k] = np.empty(n, dtype=v.dtype if v.dtype != bool else bool)

@@ -511,3 +511,25 @@ def test_system_study_report_sensitivity(system_run):
     for page in ("report.md", "report.html"):
         text = (out / page).read_text()
         assert "Sensitivity of the front" in text and "one value: fp8_e4m3" in text, page
+
+
+def test_a_batch_of_several_chips_gives_each_point_what_its_own_chip_gives():
+    """dse.study.problem.evaluate_points of a batch whose points are on two base chips (the study's ``base``
+    choice: two groups, each evaluated in one call, their metrics scattered to their points) gives each point, to
+    the bit and of the same dtype, what the batch of that chip's points alone gives (one group: its metrics copied
+    as they are), and that again as one point alone."""
+    from dse.spec.study import load_study
+    from dse.study import design_space
+    from dse.study.problem import evaluate_points
+
+    spec = load_study(STUDIES / "sram-only-vs-hbm.yaml")
+    points = design_space(spec).grid_points(np.arange(32))
+    groq = np.asarray(points["base"]) == "groq-tsp"
+    assert groq.any() and not groq.all()
+    both = evaluate_points(spec, points)
+    for pick in (groq, ~groq, np.flatnonzero(groq)[:1]):
+        alone = evaluate_points(spec, {k: np.asarray(v)[pick] for k, v in points.items()})
+        assert set(alone) == set(both)
+        for k, v in alone.items():
+            assert v.dtype == both[k].dtype and v.flags.writeable, k
+            np.testing.assert_array_equal(v.view(np.uint8), both[k][pick].view(np.uint8), err_msg=k)
