@@ -132,7 +132,7 @@ _FUSED = True
 #: glibc malloc settings the evaluator sets once (``DSE_MALLOC_TUNING=0`` leaves the allocator alone): arrays up
 #: to 32 MiB from the heap instead of fresh mmap()s, and up to 512 MiB of freed heap kept instead of returned to
 #: the system. With glibc's defaults every block's (points x operators) temporaries and every call's (N,) outputs
-#: came back as fresh pages: ~25% of a call's CPU time was the kernel zeroing pages (README, "Evaluator speed").
+#: came back as fresh pages: ~25% of a call's CPU time was the kernel zeroing pages (docs/evaluator-speed.md).
 _MALLOC_SETTINGS = ((-3, 32 << 20), (-1, 512 << 20))  # (M_MMAP_THRESHOLD, bytes), (M_TRIM_THRESHOLD, bytes)
 _malloc_tuned = False
 
@@ -1273,8 +1273,8 @@ def _working_set_kernel(tm, tn, tk, acc_store, ea, eb, is_gemm, n_ops):
 # operators at p x n_ops ..), the per-point ones as (points,) and the per-operator ones as (operators,); it loops
 # over points, then operators (a point's values loaded once) and stores its results into the rows of one
 # jit.staggered array: so laid out, LLVM runs a point's operators on the CPU's vector lanes (the design-clock times:
-# 1.0 ns per element, 5.1 with the results in a (7, points, operators) array, ~10 in numpy; README "The block's
-# chains as kernels").
+# 1.0 ns per element, 5.1 with the results in a (7, points, operators) array, ~10 in numpy; docs/evaluator-speed.md, "The
+# block's chains as kernels").
 
 
 @jit.rule
