@@ -37,6 +37,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -173,16 +174,26 @@ def _lock_path(name: str) -> str:
     return os.path.join(os.environ["NUMBA_CACHE_DIR"], f".build-{name}.lock")
 
 
+#: the build locks (kernel names) this thread holds: numba's compile inside a first call's build (under the lock
+#: already) does not wait on the lock it holds (flock's locks belong to an open file: a second open would)
+_holding = threading.local()
+
+
 @contextlib.contextmanager
 def _build_lock(name: str):
-    """One process at a time builds (compiles, or loads) kernel ``name``: numba writes a kernel's cache index and
-    its code in two files, and a process that loads them while another writes them can run mismatched code (seen
-    here as a segmentation fault with two pytest workers on a fresh cache). An advisory lock on a file of the
-    kernel's own in the cache folder (POSIX; elsewhere no lock): processes building different kernels do not
-    wait for each other (one lock for every kernel kept a test worker waiting while the other compiled: on a
-    fresh cache, tests/model and the evaluator's tests on two workers waited 60 s in all and ran 93-95 s; with a
-    lock per kernel 24 s and 78 s)."""
+    """One process at a time builds (compiles, or loads) kernel ``name``, whatever the signature: numba writes a
+    kernel's cache index and then the code of a signature in a file it numbers from the index, so two processes
+    saving two signatures at once can both take the same number, and a process then loads one signature's code
+    for the other's (seen here as a segmentation fault with two pytest workers on a fresh cache). An advisory
+    lock on a file of the kernel's own in the cache folder (POSIX; elsewhere no lock): processes building
+    different kernels do not wait for each other (one lock for every kernel kept a test worker waiting while the
+    other compiled: on a fresh cache, tests/model and the evaluator's tests on two workers waited 60 s in all and
+    ran 93-95 s; with a lock per kernel 24 s and 78 s). Taken again by the thread that holds it: passes."""
     compiler()
+    held = _holding.__dict__.setdefault("names", set())
+    if name in held:
+        yield
+        return
     try:
         import fcntl
         handle = open(_lock_path(name), "a+")
@@ -191,23 +202,42 @@ def _build_lock(name: str):
         return
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        held.add(name)
         try:
             yield
         finally:
+            held.discard(name)
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compiles_locked(dispatcher, name: str):
+    """``dispatcher`` (numba's) with each new signature's build (numba's ``_compile_for_args``: compiled, or loaded
+    from the cache; a call of known types never gets there) under :func:`_build_lock`, as the first call's is:
+    a search's or a test's later calls bring signatures of their own (numbers or arrays of the points, one
+    operator or several: a kernel had 12 in the tests), compiled while other processes compile theirs."""
+    compile_for_args = getattr(dispatcher, "_compile_for_args", None)
+    if compile_for_args is None:  # (a generalized ufunc: compiled for its one signature when built)
+        return dispatcher
+
+    def locked(*args, **kws):
+        with _build_lock(name):
+            return compile_for_args(*args, **kws)
+    dispatcher._compile_for_args = locked
+    return dispatcher
 
 
 def _on_first_call(fn, build):
     """``fn`` compiled by ``build(fn)`` on its first call, which (compiling it, or loading it from the cache) runs
-    under :func:`_build_lock`."""
+    under :func:`_build_lock`, as each later call of new types does (:func:`_compiles_locked`)."""
     compiled = None
 
     @functools.wraps(fn)
     def call(*args):
         nonlocal compiled
         if compiled is None:
-            with _build_lock(f"{fn.__module__}.{fn.__qualname__}"):
-                built = build(fn)
+            name = f"{fn.__module__}.{fn.__qualname__}"
+            with _build_lock(name):
+                built = _compiles_locked(build(fn), name)
                 out = built(*args)  # (numba's njit compiles here, at the first call with these types)
             compiled = built
             if fn.__globals__.get(fn.__name__) is call:  # (its module's callers call it directly from now on:

@@ -9,10 +9,12 @@ here depends on speed.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import platform
 import re
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -1241,6 +1243,66 @@ def test_build_lock_is_per_kernel():
     assert free(a)
     for name in (a, b):
         os.remove(jit._lock_path(name))
+
+
+@jit.kernel
+def _doubled(x):
+    """A kernel of this file alone (its builds' locks are this file's tests'): ``x`` x 2, of any numba type."""
+    return x * 2
+
+
+def _doubled_now(x):
+    """:func:`_doubled` as this module's callers call it: its first call replaces the name with numba's dispatcher."""
+    return globals()["_doubled"](x)
+
+
+def test_each_new_signature_of_a_kernel_is_built_under_its_lock(monkeypatch):
+    """numba numbers a kernel's cached signatures from its index: two processes saving two signatures of one kernel
+    at once can take the same number, and one then loads the other's code. So every build of a signature (compiled,
+    or loaded from the cache), not the first call's alone, takes the kernel's lock; a call of known types takes
+    none, and numba's build inside the first call's does not wait on the lock its thread holds."""
+    name = f"{_doubled.__module__}.{_doubled.__qualname__}"
+    taken = []
+    real = jit._build_lock
+
+    @contextlib.contextmanager
+    def noted(n):
+        with real(n):
+            taken.append(n)
+            yield
+    monkeypatch.setattr(jit, "_build_lock", noted)
+    assert _doubled_now(1.5) == 3.0
+    assert taken and set(taken) == {name}
+    before = len(taken)
+    assert _doubled_now(2.5) == 5.0  # (the same types: no build)
+    assert len(taken) == before
+    np.testing.assert_array_equal(_doubled_now(np.arange(3.0)), [0.0, 2.0, 4.0])  # (a new signature)
+    assert taken[before:] == [name]
+    np.testing.assert_array_equal(_doubled_now(np.arange(4.0)), [0.0, 2.0, 4.0, 6.0])
+    assert taken[before:] == [name]
+
+
+def test_a_new_signature_waits_for_the_kernels_lock_held_elsewhere():
+    """Another process's build of a kernel (its lock held through an open file of its own, as flock's locks are)
+    keeps a new signature's build waiting until it is done. (Nothing is timed: the build must not have finished
+    while the lock is held, whatever the machine's speed, and finishes once it is released.)"""
+    fcntl = pytest.importorskip("fcntl")
+    assert _doubled_now(1.0) == 2.0  # (built: later types are later signatures)
+    done = threading.Event()
+    out = []
+
+    def build():
+        out.append(_doubled_now(np.int64(21)))  # (an integer: a signature of its own)
+        done.set()
+    with open(jit._lock_path(f"{_doubled.__module__}.{_doubled.__qualname__}"), "a+") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        worker = threading.Thread(target=build, daemon=True)
+        worker.start()
+        held = not done.wait(0.5)
+        fcntl.flock(other, fcntl.LOCK_UN)
+    worker.join(600)
+    assert held, "a new signature was built while another process held the kernel's build lock"
+    assert done.is_set() and out == [42]
 
 
 @pytest.mark.parametrize("name", ["tile_candidates", "choose_tile", "_tile_time", "_best_split", "padded_gemm_flops",
