@@ -14,7 +14,11 @@ import inspect
 import os
 import platform
 import re
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -1303,6 +1307,90 @@ def test_a_new_signature_waits_for_the_kernels_lock_held_elsewhere():
     worker.join(600)
     assert held, "a new signature was built while another process held the kernel's build lock"
     assert done.is_set() and out == [42]
+
+
+#: :func:`test_two_processes_building_two_signatures_at_once_keep_each_its_own_code`'s builders: each builds the
+#: kernel's first signature, then (both ready) one of its own, their saves to numba's cache interleaved the worst way
+#: numba's code allows where nothing keeps them apart: both take a number from the index before either writes it,
+#: a's index is written first and b's over it, a's code last (each wait gives up after 2 s; none waits while its
+#: process holds the kernel's build lock, where the other cannot be saving)
+_RACING_BUILDER = """
+import os, sys, time
+import numpy as np
+work, me, other = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, work)
+from numba.core import caching
+from dse.model import jit
+import kmod
+armed = False
+
+def wait_for(name):
+    end = time.monotonic() + 2.0
+    while armed and not jit._holding.__dict__.get("names") and not os.path.exists(os.path.join(work, name)) \\
+            and time.monotonic() < end:
+        time.sleep(0.01)
+
+def mark(name):
+    if armed:
+        open(os.path.join(work, name), "w").close()
+
+index, data = caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data
+
+def save_index(self, overloads):  # (a number taken from the index as loaded: the other's too, then a's index first)
+    mark("numbered-" + me)
+    wait_for("numbered-" + other)
+    if me == "b":
+        wait_for("index-a")
+    out = index(self, overloads)
+    mark("index-" + me)
+    return out
+
+def save_data(self, name, payload):  # (a's code last)
+    if me == "a":
+        wait_for("data-b")
+    out = data(self, name, payload)
+    mark("data-" + me)
+    return out
+caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data = save_index, save_data
+assert kmod.doubled(1.0) == 2.0
+open(os.path.join(work, "ready-" + me), "w").close()
+while not os.path.exists(os.path.join(work, "ready-" + other)):
+    time.sleep(0.01)
+armed = True
+kmod.doubled(np.int64(21) if me == "a" else np.arange(3.0))
+"""
+
+
+def test_two_processes_building_two_signatures_at_once_keep_each_its_own_code(tmp_path):
+    """Two processes (two test workers, a study's workers) build two new signatures of one kernel at once, their
+    saves to numba's cache interleaved so that, unlocked, both take the same file number: a third process loading
+    the signatures from the cache then ran one's code for the other (an int64 call ran the array code: "only
+    0-dimensional arrays can be converted to Python scalars"; elsewhere a crash, or numbers of the wrong rule).
+    With every build under the kernel's lock each signature keeps its own code."""
+    pytest.importorskip("fcntl")
+    (tmp_path / "kmod.py").write_text("from dse.model import jit\n\n\n@jit.kernel\ndef doubled(x):\n"
+                                      "    return x * 2\n")
+    root = Path(jit.__file__).resolve().parents[2]
+    env = dict(os.environ, DSE_NUMBA_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                                                         else [])))
+    builders = [subprocess.Popen([sys.executable, "-c", _RACING_BUILDER, str(tmp_path), me, other], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for me, other in (("a", "b"), ("b", "a"))]
+    for b in builders:
+        _, err = b.communicate(timeout=600)
+        assert b.returncode == 0, err[-2000:]
+    check = textwrap.dedent("""
+        import sys
+        import numpy as np
+        sys.path.insert(0, sys.argv[1])
+        import kmod
+        print(kmod.doubled(np.int64(21)), kmod.doubled(np.arange(3.0)).tolist(), kmod.doubled(1.0))
+    """)
+    r = subprocess.run([sys.executable, "-c", check, str(tmp_path)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split(maxsplit=1) == ["42", "[0.0, 2.0, 4.0] 2.0\n"]
 
 
 @pytest.mark.parametrize("name", ["tile_candidates", "choose_tile", "_tile_time", "_best_split", "padded_gemm_flops",
