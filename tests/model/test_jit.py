@@ -1312,23 +1312,22 @@ def test_a_new_signature_waits_for_the_kernels_lock_held_elsewhere():
 #: :func:`test_two_processes_building_two_signatures_at_once_keep_each_its_own_code`'s builders: each builds the
 #: kernel's first signature, then (both ready) one of its own, their saves to numba's cache interleaved the worst way
 #: numba's code allows where nothing keeps them apart: both take a number from the index before either writes it,
-#: a's index is written first and b's over it, a's code last (each wait gives up after 2 s; none waits while its
-#: process holds the kernel's build lock, where the other cannot be saving)
+#: a's index is written first and b's over it, a's code last. A builder whose process holds the kernel's build lock
+#: waits for nothing (the other cannot be saving); the waits' cap (tests.scale.helpers) only stops a hung test.
 _RACING_BUILDER = """
-import os, sys, time
+import os, sys
 import numpy as np
 work, me, other = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, work)
 from numba.core import caching
 from dse.model import jit
+from tests.scale.helpers import wait_for as poll
 import kmod
 armed = False
 
 def wait_for(name):
-    end = time.monotonic() + 2.0
-    while armed and not jit._holding.__dict__.get("names") and not os.path.exists(os.path.join(work, name)) \\
-            and time.monotonic() < end:
-        time.sleep(0.01)
+    if armed and not jit._holding.__dict__.get("names"):
+        poll(lambda: os.path.exists(os.path.join(work, name)), name)
 
 def mark(name):
     if armed:
@@ -1354,8 +1353,7 @@ def save_data(self, name, payload):  # (a's code last)
 caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data = save_index, save_data
 assert kmod.doubled(1.0) == 2.0
 open(os.path.join(work, "ready-" + me), "w").close()
-while not os.path.exists(os.path.join(work, "ready-" + other)):
-    time.sleep(0.01)
+poll(lambda: os.path.exists(os.path.join(work, "ready-" + other)), "the other builder")
 armed = True
 kmod.doubled(np.int64(21) if me == "a" else np.arange(3.0))
 """
