@@ -1273,8 +1273,8 @@ def _working_set_kernel(tm, tn, tk, acc_store, ea, eb, is_gemm, n_ops):
 # operators at p x n_ops ..), the per-point ones as (points,) and the per-operator ones as (operators,); it loops
 # over points, then operators (a point's values loaded once) and stores its results into the rows of one
 # jit.staggered array: so laid out, LLVM runs a point's operators on the CPU's vector lanes (the design-clock times:
-# 1.0 ns per element, 5.1 with the results in a (7, points, operators) array, ~10 in numpy; docs/evaluator-speed.md, "The
-# block's chains as kernels").
+# 1.0 ns per element, 5.1 with the results in a (7, points, operators) array, ~10 in numpy;
+# docs/evaluator-speed.md, "The block's chains as kernels").
 
 
 @jit.rule
