@@ -3,17 +3,27 @@
 Hypothesis: no per-example deadline (its default fails an example that takes over 200 ms of wall time, which a
 loaded machine decides, not the code: issue 21 item 7). A test that sets its own ``deadline`` keeps it.
 ``computed_once``: a costly value computed once per session, whatever the xdist workers.
+
+Ctrl-C: a test run started in the background by a shell without job control (``make test &`` in a script, a CI
+runner's ``sh -c``) inherits SIGINT ignored (POSIX), and Python then installs no KeyboardInterrupt handler, in
+the workers nor in the ``dse`` processes they start (an ignored signal stays ignored across exec): the tests of
+Ctrl-C (a study sent SIGINT, a solver that holds one) then waited for their hang cap and failed. The suite
+restores Python's own handler, whose processes then start with SIGINT's default.
 """
 
 import fcntl
 import os
 import pickle
+import signal
 
 import pytest
 from hypothesis import settings
 
 settings.register_profile("dse", deadline=None)
 settings.load_profile("dse")
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

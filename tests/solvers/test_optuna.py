@@ -409,3 +409,16 @@ def test_sigint_then_sigkill_then_rerun_reaches_the_budget_exactly(tmp_path):
     assert len(final) == budget and sorted(final) == list(range(budget))
     assert all(final[n] == v for n, v in after_kill.items())  # every trial from before the kill, unchanged
     assert len(set(final.values())) == budget  # no trial stored twice
+
+
+def test_the_tests_of_ctrl_c_pass_in_a_run_started_with_sigint_ignored():
+    """A test run started in the background by a shell without job control has SIGINT ignored (POSIX): the tests
+    of Ctrl-C must still see it (tests/conftest.py). The held-interrupt test in a pytest whose SIGINT is ignored
+    from the start: without the suite's handler the solver finds no KeyboardInterrupt to raise and it fails."""
+    test = f"{Path(__file__).relative_to(ROOT)}::test_sigint_during_the_append_is_held_until_the_batch_is_stored"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DSE_TEST_GATE"))}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", test],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=CAP_S,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 passed" in run.stdout
