@@ -353,9 +353,10 @@ def test_one_pass_of_a_point_s_sums_and_results_equals_the_two_kernels(monkeypat
     px = list(px)
     for k, i in (("e_fixed", 5), ("device", 3), ("e_compute", 7), ("clock_flops", 13), ("clock_min", 14),
                  ("voltage_flops", 15), ("voltage_min", 16)):
-        px[i] = two[names.index(k)]
+        px[i] = jit.points(two[names.index(k)], n)  # (read-only, as the evaluator gives them: a writable array is
+        # a compiled signature of its own)
     assert np.isnan(seen[0][4][3]).all()  # (the device's time: the one pass's own, not an argument)
-    px[0] = ev.pipeline.overlapped_core(px[3], px[4])  # (the step: the device's work, or the launches)
+    px[0] = jit.points(ev.pipeline.overlapped_core(px[3], px[4]), n)  # (the step: the device's work, or the launches)
     want = ev._point_kernel(tuple(px), tokens, flops)
     for i, k in enumerate(ev.POINT_RESULTS):
         np.testing.assert_array_equal(res[i, :sums.shape[1]].view(np.int64), want[i].view(np.int64), err_msg=k)

@@ -620,7 +620,10 @@ def _package_results(chips, process, memory, spare_fraction, units_physical_, as
         alike = jit.sets_alike(vary, n)
     if alike is not None:  # (at least half the points repeat)
         first, inverse = alike
-        once = kernel(tuple(x[first] for x in args[0]), *(x[first] for x in args[1:]), *fixed)
+
+        def at_first(x):  # (read-only, as the points' are: a writable array is a compiled signature of its own)
+            return jit.points(x[first], first.size)
+        once = kernel(tuple(at_first(x) for x in args[0]), *(at_first(x) for x in args[1:]), *fixed)
         return {name: once[k, :first.size] for k, name in enumerate(results)}, inverse, setup
     if n <= _CHUNK_POINTS:
         out = rows(0, n)

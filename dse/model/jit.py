@@ -548,20 +548,24 @@ def distinct(keys, most: int | None = None):
     elif n > 2 * DISTINCT_SAMPLE:
         step = n // DISTINCT_SAMPLE
         sample, _ = _key_bits([b[::step][:DISTINCT_SAMPLE] for b in bits])
-        repeats = DISTINCT_SAMPLE - _distinct_kernel(sample, DISTINCT_SAMPLE)[0].size
+        repeats = DISTINCT_SAMPLE - _distinct_kernel(sample, floats.size, DISTINCT_SAMPLE)[0].size
         if 2.0 * repeats * most < DISTINCT_SAMPLE ** 2:
             return None
     first, inverse, coded = _coded_distinct_kernel(bits, floats, most)
     if not coded:
-        first, inverse = _distinct_kernel(bits, most)
+        first, inverse = _distinct_kernel(bits, floats.size, most)
     return None if first.size > most else (first, inverse)
 
 
 def _key_bits(keys) -> tuple:
     """:func:`distinct`'s keys as its kernels read them: a tuple of the inputs' bits, each a contiguous read-only
-    (n,) int64 view (one compiled signature per number of inputs; a (k, n) array among them gives its k rows), and
-    (k,) booleans, true where an input's bits are a float's (false: int64 integers). Stacking them into one (k, n)
-    array copied them: 100,000 GEMM points ~0.4 ms of the call's ~11 (issue 20)."""
+    (n,) int64 view (a (k, n) array among them gives its k rows), and (k,) booleans, true where an input's bits are
+    a float's (false: int64 integers). Stacking them into one (k, n) array copied them: 100,000 GEMM points ~0.4 ms
+    of the call's ~11 (issue 20). The tuple is padded to a power of two with its last row, which the kernels never
+    read (they read the booleans' k): a tuple of k arrays is a compiled signature of its own for each k, and the
+    test suite's fresh cache compiled 23 and 19 of the two kernels, ~1 s each; padded, one per power of two. (The
+    kernels loop over the tuple's length, known when compiled, and stop at k: a loop to k itself, known only when
+    run, took 100,000 points 3-15% longer.)"""
     rows = []
     for x in (keys,) if type(keys) is np.ndarray else keys:
         x = np.asarray(x)
@@ -576,7 +580,10 @@ def _key_bits(keys) -> tuple:
         b.flags.writeable = False
         out.append(b)
         floats.append(x.dtype != np.int64)
-    return tuple(out), np.array(floats)
+    size = 1
+    while size < len(out):
+        size *= 2
+    return tuple(out + out[-1:] * (size - len(out))), np.array(floats)
 
 
 def sets_alike(varying: list, n: int):
@@ -606,11 +613,14 @@ def _coded_distinct_kernel(bits, floats, most):
     fraction, -0.0, NaN, inf, beyond 2^52, whole numbers too far apart) are compared with the first point of the
     set the codes give, as the table of hashes compares: a point whose other input differs ends the pass,
     unanswered. Returns (first, inverse, answered): the answer of :func:`_distinct_kernel` (the same numbering,
-    the same stop past ``most``) where answered is true."""
-    k, n = len(bits), bits[0].size
+    the same stop past ``most``) where answered is true. ``bits`` as :func:`_key_bits` gives them: its first k
+    (``floats``' length) are read."""
+    k, n = floats.size, bits[0].size
     low, stride, other = np.zeros(k, np.int64), np.zeros(k, np.int64), np.ones(k, np.bool_)
     size = 1
-    for j in range(k):  # (each input's least and greatest value, where all are whole numbers below 2^52)
+    for j in range(len(bits)):  # (each input's least and greatest value, where all are whole numbers below 2^52)
+        if j >= k:
+            break
         row = bits[j]
         broken, lo, hi = 0, np.int64(_WHOLE_LIMIT), np.int64(-_WHOLE_LIMIT)
         if floats[j]:  # (whole floats as int64, their least and greatest as integers: loops on the vector lanes)
@@ -633,8 +643,8 @@ def _coded_distinct_kernel(bits, floats, most):
     if n == 0 or size == 1 and other.all():
         return np.empty(0, np.int64), np.empty(0, np.int64), False
     codes = np.zeros(n, np.int64)
-    for j in range(k):  # (one input after another along the points: on the vector lanes)
-        if not other[j]:
+    for j in range(len(bits)):  # (one input after another along the points: on the vector lanes)
+        if j < k and not other[j]:
             row, lo, st = bits[j], low[j], stride[j]
             if floats[j]:
                 v = row.view(np.float64)
@@ -655,28 +665,30 @@ def _coded_distinct_kernel(bits, floats, most):
                 break
         else:
             q = first[u]
-            for j in range(k):
-                if other[j] and bits[j][q] != bits[j][p]:
+            for j in range(len(bits)):
+                if j < k and other[j] and bits[j][q] != bits[j][p]:
                     return first[:0].copy(), inverse, False
             inverse[p] = u
     return first[:count].copy(), inverse, True
 
 
 @kernel
-def _distinct_kernel(bits, most):
-    """:func:`distinct` of the inputs' bits (a tuple of k (n,) int64 arrays), stopping once more than ``most``
-    columns differ (the first ``most`` + 1 then come back, and an unfinished inverse). The points' hashes first,
-    one input after another along the points (a loop on the vector lanes: 100,000 points of 3 inputs 0.29 -> 0.05
-    ms), then the table's pass (its loads then wait on no hash: 0.75 -> 0.35 ms in all). The table holds at most
-    ``most`` + 1 columns at half load, as int32: 512 KiB for 100,000 points where half must repeat, not 2 MiB (the
-    GEMM's two calls 0.88 -> 0.84 ms) (issue 20)."""
-    k, n = len(bits), bits[0].size
+def _distinct_kernel(bits, k, most):
+    """:func:`distinct` of the inputs' bits (the first ``k`` of a tuple of (n,) int64 arrays: :func:`_key_bits`),
+    stopping once more than ``most`` columns differ (the first ``most`` + 1 then come back, and an unfinished
+    inverse). The points' hashes first, one input after another along the points (a loop on the vector lanes:
+    100,000 points of 3 inputs 0.29 -> 0.05 ms), then the table's pass (its loads then wait on no hash: 0.75 ->
+    0.35 ms in all). The table holds at most ``most`` + 1 columns at half load, as int32: 512 KiB for 100,000
+    points where half must repeat, not 2 MiB (the GEMM's two calls 0.88 -> 0.84 ms) (issue 20)."""
+    n = bits[0].size
     size = 2
     while size < 2 * min(n, most + 1):
         size *= 2
     hashes = np.zeros(n, np.int64)
-    for j in range(k):  # (each input folded (a float's bits sit high) and mixed in, then murmur3's finalizer;
-        row = bits[j]  # int64 products wrap)
+    for j in range(len(bits)):  # (each input folded (a float's bits sit high) and mixed in, then murmur3's finalizer;
+        if j >= k:  # int64 products wrap)
+            break
+        row = bits[j]
         for p in range(n):
             b = row[p]
             h = (hashes[p] ^ b ^ (b >> 32)) * -7046029254386353131
@@ -702,7 +714,9 @@ def _distinct_kernel(bits, most):
                 break
             q = first[u]
             same = True
-            for j in range(k):
+            for j in range(len(bits)):
+                if j >= k:
+                    break
                 row = bits[j]
                 if row[q] != row[p]:
                     same = False

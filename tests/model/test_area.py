@@ -637,3 +637,22 @@ def test_physical_rates_are_validated_and_size_only_the_area():
     a = area.package_area_for(chips)
     assert a.parts["matrix"][1] == pytest.approx(2 * a.parts["matrix"][0])
     np.testing.assert_array_equal(chips.peak_flops("bf16"), [h100.peak_flops("bf16")] * 2)
+
+
+def test_the_package_kernel_takes_the_points_read_only_whether_they_repeat_or_not():
+    """The package's kernel gets its per-point inputs read-only on both of its paths: points evaluated one by one,
+    and the first points of sets of alike points (gathered: a fresh array) when at least half repeat. numba compiles
+    a writable array apart from a read-only one: the two paths compiled the kernel twice (~3 s each on a fresh
+    cache, issue 20's CI)."""
+    rng = np.random.default_rng(7)
+    n = 400
+    repeating = {"units": rng.choice([100.0, 132.0], n)}  # (two sets: the alike path)
+    distinct = {"units": rng.choice([100.0, 132.0], n), "l2": rng.uniform(1e7, 1e8, n)}  # (none alike)
+    for over in (repeating, distinct):
+        chips = Chips.from_base(load_chip("h100-sxm"), n, over)
+        a = package_area(chips, **dict(zip(("process", "memory"), area.process_and_memory(chips))))
+        assert (a.alike is None) == (over is distinct)
+    signatures = area._package_kernel.signatures
+    assert signatures
+    for sig in signatures:  # (the dies' inputs, then side, memory-side cache, memory face, depth, aspect)
+        assert not any(t.mutable for t in sig[0].types) and not any(getattr(t, "mutable", False) for t in sig[1:6])

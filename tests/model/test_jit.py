@@ -363,7 +363,7 @@ def test_distinct_by_codes_of_whole_numbers_equals_distinct_by_hashes():
     for name, (keys, answered) in cases.items():
         bits, floats = jit._key_bits(keys)
         for most in (n, 300, 233, 232, 0):
-            want_first, want_inverse = jit._distinct_kernel(bits, most)
+            want_first, want_inverse = jit._distinct_kernel(bits, floats.size, most)
             first, inverse, coded = jit._coded_distinct_kernel(bits, floats, most)
             stopped = want_first.size > most
             assert coded == answered or (stopped and not answered), (name, most)
@@ -374,6 +374,23 @@ def test_distinct_by_codes_of_whole_numbers_equals_distinct_by_hashes():
         got = jit.distinct(keys)
         _same_bits(np.vstack([np.asarray(k, dtype=float) for k in keys])[:, got[0]][:, got[1]],
                    np.vstack([np.asarray(k, dtype=float) for k in keys]))
+
+
+def test_distinct_of_any_number_of_inputs_compiles_a_signature_per_power_of_two():
+    """jit.distinct's kernels take the inputs as a tuple, a compiled signature of its own for each length: padded to
+    a power of two with its last row (jit._key_bits), 3, 5, 6 and 7 inputs (whole numbers: the table of codes;
+    fractions: the table of hashes) give the answers of their own columns (each point's set has its bits, the first
+    points differ) and no signature of a length that is not a power of two."""
+    rng = np.random.default_rng(RNG_SEED + 34)
+    n = 3000
+    for k in (3, 5, 6, 7):
+        for keys in (rng.integers(0, 3, (k, n)).astype(float), rng.integers(0, 3, (k, n)) + 0.25):
+            first, inverse = jit.distinct(list(keys))
+            _same_bits(keys[:, first][:, inverse], keys)
+            assert len({tuple(c) for c in keys[:, first].T.tolist()}) == first.size == len({tuple(c) for c in keys.T})
+    for kern in (jit._coded_distinct_kernel, jit._distinct_kernel):
+        lengths = {len(sig[0].types) for sig in kern.signatures}
+        assert lengths and all(m & (m - 1) == 0 for m in lengths), (kern, lengths)
 
 
 def test_one_value_in_every_set_is_laid_over_as_a_view():
@@ -441,14 +458,14 @@ def test_distinct_gives_up_where_few_points_repeat():
     sizes = []
     kernel = jit._distinct_kernel
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jit, "_distinct_kernel", lambda bits, most: sizes.append(bits[0].size) or kernel(bits, most))
+        mp.setattr(jit, "_distinct_kernel", lambda bits, k, most: sizes.append(bits[0].size) or kernel(bits, k, most))
         assert jit.distinct(rng.random((3, n)), most=n // 2) is None
     assert sizes == [jit.DISTINCT_SAMPLE]  # (the sample alone: no pass over all points)
     head = np.concatenate([np.zeros(5000), np.arange(1.0, n - 4999)])[None, :]  # (the sample finds repeats, the
     assert jit.distinct(head, most=n // 2) is None  # pass over all points stops past most)
     assert jit.distinct(head, most=n)[0].size == n - 4999
     assert jit.distinct(np.zeros((2, 10)), most=0) is None and jit.distinct(np.zeros((2, 10)), most=1)[0].size == 1
-    assert jit._distinct_kernel((np.arange(1000),), 10)[0].size == 11  # (the pass stops past most)
+    assert jit._distinct_kernel(jit._key_bits([np.arange(1000)])[0], 1, 10)[0].size == 11  # (stops past most)
 
 
 @pytest.mark.parametrize("name", ["prefill", "gemm"])
@@ -643,7 +660,8 @@ def test_group_power_kernel_is_the_fused_blocks_power():
                                   t_op[:, c].sum(axis=1, keepdims=True)) + p_fixed[:, c]
     want = np.maximum(start, p_g.max(axis=1))
     got = start.copy()
-    ev._group_power_kernel(got, e_comp, e_mem, t_op, p_fixed, *cols)
+    ev._group_power_kernel(got, *(ev._full(x, x.shape) for x in (e_comp, e_mem, t_op, p_fixed)), *cols)  # (read-only,
+    # as the evaluator gives them: a writable array is a compiled signature of its own)
     _same_bits(got, want)
     assert np.isnan(got).any() and (got > start).any() and (got == start).any()
 
@@ -859,7 +877,9 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     comp = comp[0]
     inverse = rng.integers(0, sets, rows)
     inverse[:sets] = np.arange(sets)  # (every set read)
-    got = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp, e_mem[:, 0], n_ops, False)
+    # (read-only, as the evaluator gives them: a writable array is a compiled signature of its own)
+    bytes_flat, bw1, e_mem1, comp1 = (jit.points(x, x.size) for x in (bytes_sets, bw, e_mem, comp))
+    got = ev._memory_by_set_kernel(bytes_flat, inverse, bw1, comp1, e_mem1, n_ops, False)
     laid = bytes_sets[inverse]
     with jit.quiet():
         ref = (laid, ev.memory_time(laid, bw), ev.memory_time(comp[None, :], bw), ev.memory_energy(laid, e_mem))
@@ -867,12 +887,11 @@ def test_memory_by_set_kernel_lays_the_sets_bytes_and_their_rules(n_ops):
     for g, r in zip(got, ref):
         _same_bits(g.reshape(rows, n_ops), np.broadcast_to(r, (rows, n_ops)))
     if n_ops == 1:  # (compiled for one operator a point: its compulsory bytes a number, jit.of_op; the same bits)
-        one = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], float(comp[0]), e_mem[:, 0], None,
-                                       False)
+        one = ev._memory_by_set_kernel(bytes_flat, inverse, bw1, float(comp[0]), e_mem1, None, False)
         _same_bits(one, got)
     # (the times alone, where the caller has the bytes and their energy as one value: the same times' bits)
-    times = ev._memory_by_set_kernel(bytes_sets.reshape(-1), inverse, bw[:, 0], comp if n_ops > 1 else float(comp[0]),
-                                     e_mem[:, 0], n_ops if n_ops > 1 else None, True)
+    times = ev._memory_by_set_kernel(bytes_flat, inverse, bw1, comp1 if n_ops > 1 else float(comp[0]), e_mem1,
+                                     n_ops if n_ops > 1 else None, True)
     _same_bits(times[1:3], got[1:3])
 
 
@@ -1417,7 +1436,7 @@ def test_kernels_raise_no_numpy_warnings_even_where_numpy_raises():
                                          workload(wl), breakdown=True)
                 assert np.isinf(m.columns["time_s"]).any() or wl != "gemm"  # (some cannot run at 60 W)
             flat = np.array([1.0, -1.0])
-            got = ev._sums_kernel(flat / np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+            got = ev._sums_kernel(jit.points(flat / np.array([1.0, 1.0]), 2), np.array([1.0, 1.0]))
             assert got.tolist() == [0.0]
             bad = jit.compiler().njit(error_model="numpy")(lambda a, b: (a / b, np.sqrt(a - 2.0 * a)))
             q, r = bad(1.0, 0.0)
