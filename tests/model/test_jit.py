@@ -1411,6 +1411,38 @@ def test_two_processes_building_two_signatures_at_once_keep_each_its_own_code(tm
     assert r.stdout.split(maxsplit=1) == ["42", "[0.0, 2.0, 4.0] 2.0\n"]
 
 
+def test_numba_starts_up_before_a_first_kernel_takes_its_build_lock(tmp_path):
+    """numba's start-up in a process (its registries' imports and typing tables, ~0.3 s) happens in jit.compiler(),
+    before any kernel's build lock: a first kernel's lock is held for its own build only, so processes started
+    together (a study's workers) do not load their first kernel one after another, each through numba's start-up
+    (49 waits of 0.1-1.3 s in the test suite's distributed tests). In a fresh interpreter, the first time numba
+    loads its registries no build lock is held."""
+    (tmp_path / "kmod.py").write_text("from dse.model import jit\n\n\n@jit.kernel\ndef tripled(x):\n"
+                                      "    return x * 3\n")
+    root = Path(jit.__file__).resolve().parents[2]
+    env = dict(os.environ, DSE_NUMBA_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                                                         else [])))
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from numba.core import cpu
+        from dse.model import jit
+        held, real = [], cpu.CPUContext.load_additional_registries
+        def spy(self):
+            held.append(sorted(getattr(jit._holding, "names", ())))
+            return real(self)
+        cpu.CPUContext.load_additional_registries = spy
+        import kmod
+        assert kmod.tripled(2.0) == 6.0
+        print(held[0])
+    """)
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("name", ["tile_candidates", "choose_tile", "_tile_time", "_best_split", "padded_gemm_flops",
                                   "l2_operands", "l2_request_total"])
 def test_evaluator_rules_are_marked(name):
