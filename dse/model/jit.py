@@ -120,7 +120,7 @@ def compiler():
         _register_rule(fn, inline)
     # numba's own start-up (its registries' imports and typing tables, ~0.3 s once a process), here and not in the
     # first kernel's build, under its lock: a study's workers, started together, loaded their first kernel one
-    # after another, each holding the lock through it (the test suite's distributed tests: 49 waits of 0.1-1.3 s)
+    # after another, each holding the lock through it (the test suite's distributed tests: 63 waits, up to 1.3 s)
     from numba.core.registry import cpu_target
     cpu_target.target_context.refresh()
     return numba

@@ -1415,7 +1415,7 @@ def test_numba_starts_up_before_a_first_kernel_takes_its_build_lock(tmp_path):
     """numba's start-up in a process (its registries' imports and typing tables, ~0.3 s) happens in jit.compiler(),
     before any kernel's build lock: a first kernel's lock is held for its own build only, so processes started
     together (a study's workers) do not load their first kernel one after another, each through numba's start-up
-    (49 waits of 0.1-1.3 s in the test suite's distributed tests). In a fresh interpreter, the first time numba
+    (63 waits, up to 1.3 s, in the test suite's distributed tests). In a fresh interpreter, the first time numba
     loads its registries no build lock is held."""
     (tmp_path / "kmod.py").write_text("from dse.model import jit\n\n\n@jit.kernel\ndef tripled(x):\n"
                                       "    return x * 3\n")
