@@ -1379,6 +1379,17 @@ kmod.doubled(np.int64(21) if me == "a" else np.arange(3.0))
 """
 
 
+def _kernel_module(tmp_path, name: str, body: str) -> dict:
+    """A module ``kmod`` in ``tmp_path`` with one kernel ``name(x)`` returning ``body``, and the environment of a
+    fresh interpreter that imports it: dse from this tree, the kernels' cache in ``tmp_path`` (a fresh one)."""
+    (tmp_path / "kmod.py").write_text(f"from dse.model import jit\n\n\n@jit.kernel\ndef {name}(x):\n"
+                                      f"    return {body}\n")
+    root = Path(jit.__file__).resolve().parents[2]
+    return dict(os.environ, DSE_NUMBA_CACHE=str(tmp_path / "cache"),
+                PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                                                          else [])))
+
+
 def test_two_processes_building_two_signatures_at_once_keep_each_its_own_code(tmp_path):
     """Two processes (two test workers, a study's workers) build two new signatures of one kernel at once, their
     saves to numba's cache interleaved so that, unlocked, both take the same file number: a third process loading
@@ -1386,12 +1397,7 @@ def test_two_processes_building_two_signatures_at_once_keep_each_its_own_code(tm
     0-dimensional arrays can be converted to Python scalars"; elsewhere a crash, or numbers of the wrong rule).
     With every build under the kernel's lock each signature keeps its own code."""
     pytest.importorskip("fcntl")
-    (tmp_path / "kmod.py").write_text("from dse.model import jit\n\n\n@jit.kernel\ndef doubled(x):\n"
-                                      "    return x * 2\n")
-    root = Path(jit.__file__).resolve().parents[2]
-    env = dict(os.environ, DSE_NUMBA_CACHE=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
-                                                         else [])))
+    env = _kernel_module(tmp_path, "doubled", "x * 2")
     builders = [subprocess.Popen([sys.executable, "-c", _RACING_BUILDER, str(tmp_path), me, other], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for me, other in (("a", "b"), ("b", "a"))]
@@ -1417,12 +1423,7 @@ def test_numba_starts_up_before_a_first_kernel_takes_its_build_lock(tmp_path):
     together (a study's workers) do not load their first kernel one after another, each through numba's start-up
     (63 waits, up to 1.3 s, in the test suite's distributed tests). In a fresh interpreter, the first time numba
     loads its registries no build lock is held."""
-    (tmp_path / "kmod.py").write_text("from dse.model import jit\n\n\n@jit.kernel\ndef tripled(x):\n"
-                                      "    return x * 3\n")
-    root = Path(jit.__file__).resolve().parents[2]
-    env = dict(os.environ, DSE_NUMBA_CACHE=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
-                                                         else [])))
+    env = _kernel_module(tmp_path, "tripled", "x * 3")
     code = textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
