@@ -6,6 +6,8 @@ Expected values are worked by hand from seed figures in the comments
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -60,7 +62,10 @@ def test_module_contract(name):
     ("total_silicon_area", "total_silicon_area_mm2"), ("chip_cost", "chip_cost_usd"),
 ])
 def test_column_objectives(name, column):
-    np.testing.assert_allclose(run(name), METRICS[column].to_numpy())
+    # (latency_per_token, the deprecated alias of tpot, says so each time it computes: expected here, not noise)
+    with pytest.warns(DeprecationWarning, match="use 'tpot'") if name == "latency_per_token" else nullcontext():
+        values = run(name)
+    np.testing.assert_allclose(values, METRICS[column].to_numpy())
 
 
 def test_values_of_column_objectives_by_hand():
