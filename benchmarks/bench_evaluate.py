@@ -1,7 +1,7 @@
 """Evaluator speed: design points per second, single thread (issue 20).
 
     .venv/bin/python benchmarks/bench_evaluate.py [--sizes 1,1000,100000,1000000] [--repeat 3] [--quick]
-                                                  [--pin] [--tables] [--continuous]
+                                                  [--pin] [--tables] [--continuous] [--kernels]
 
 Workloads: (a) ``gemm``: one 256 x 4096 x 4096 BF16 GEMM (the Q projection at M = 256), (b) ``decode``: a
 full Qwen3-8B decode step (batch 1, context 8192, 22 operators), (c) ``prefill``: a Qwen3-8B 4K prefill
@@ -16,7 +16,9 @@ and CPU time of ``evaluate_arrays`` (the fast path solvers use), best of 3 x ``-
 warm-up call (N <= 10: 30 x; N >= 1e6: one timed call), designs/s on each, and the same for the numpy reference
 (``evaluate_arrays(..., reference=True)``: dse.model.evaluator's docstring, "Speed") with the ratio of the
 two CPU rates (the reference evaluates one point at a time, so it is timed on at most REF_POINTS points of the
-N and its "ref CPU" is for those). ``--tables`` adds the per-operator breakdown and the ``evaluate`` DataFrame.
+N and its "ref CPU" is for those). ``--tables`` adds the per-operator breakdown and the ``evaluate`` DataFrame;
+``--kernels`` one design's call split into its compiled kernels' calls, timed alone, and the rest
+(:func:`kernel_share`).
 
 Targets (issue 20: the evaluator is the inner loop of every search): >= 1e7 GEMM designs/s and >= 1e6
 decode-step designs/s on one core at N >= 1e5, and N = 1 in <= 100 us, checked on the CPU time of the
@@ -135,6 +137,50 @@ def _repeats(n: int, repeat: int) -> int:
     return repeat * 30 if n <= 10 else repeat * 3 if n < 1_000_000 else 1
 
 
+#: the modules whose compiled kernels :func:`kernel_share` times
+KERNEL_MODULES = ("dse.model.evaluator", "dse.model.power", "dse.model.area", "dse.model.jit", "dse.model.capacity",
+                  "dse.model.tiling", "dse.model.hierarchy")
+
+
+def kernel_share(chips: Chips, wl, calls: int = 2000) -> tuple[float, float, int]:
+    """(CPU seconds of one ``evaluate_arrays(chips, wl)``, CPU seconds of its compiled kernels' calls alone, their
+    number): each kernel a call makes (numba dispatchers, module globals, as the evaluator calls them) is recorded
+    with its arguments in one call, then called alone with them, best of 5 x ``calls``. The rest of the call is
+    Python and numpy around the kernels (issue 20: where one design's time goes)."""
+    import importlib
+
+    evaluate_arrays(chips, wl)  # (every kernel built and in its module's globals)
+    seen, saved = [], []
+    for name in KERNEL_MODULES:
+        mod = importlib.import_module(name)
+        for key, fn in list(vars(mod).items()):
+            if hasattr(fn, "py_func") and callable(fn):
+                def recording(*a, _fn=fn, **k):
+                    seen.append((_fn, a, k))
+                    return _fn(*a, **k)
+                saved.append((mod, key, fn))
+                setattr(mod, key, recording)
+    try:
+        evaluate_arrays(chips, wl)
+    finally:
+        for mod, key, fn in saved:
+            setattr(mod, key, fn)
+
+    def best(fn):
+        for _ in range(calls // 10):
+            fn()
+        out = np.inf
+        for _ in range(5):
+            c = time.process_time()
+            for _ in range(calls):
+                fn()
+            out = min(out, (time.process_time() - c) / calls)
+        return out
+    whole = best(lambda: evaluate_arrays(chips, wl))
+    kernels = sum(best(lambda f=f, a=a, k=k: f(*a, **k)) for f, a, k in seen)
+    return whole, kernels, len(seen)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,1000,100000,1000000", help="numbers of design points")
@@ -145,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", action="store_true", help="also the breakdown and evaluate() DataFrame timings")
     ap.add_argument("--continuous", action="store_true",
                     help="points whose L2 and local buffer vary continuously too (no two alike)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also one design's call split: its compiled kernels alone, and the Python and numpy around")
     args = ap.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     repeat = args.repeat
@@ -197,6 +245,14 @@ def main(argv=None) -> int:
         del chips
     if latency:
         print("\nN = 1 latency (CPU): " + ", ".join(f"{k} {v * 1e6:,.0f} us" for k, v in latency.items()))
+    if args.kernels:
+        print("\none design (N = 1), CPU: the call, its compiled kernels' calls alone (recorded, called again with "
+              "the same arguments), the rest (Python and numpy between them)")
+        one = design_points(1, continuous=args.continuous)
+        for name, wl in wls.items():
+            whole, kernels, count = kernel_share(one, wl)
+            print(f"{name:<8} {whole * 1e6:>7,.0f} us a call: {count:>3} kernel calls {kernels * 1e6:>6,.1f} us "
+                  f"({kernels / whole:.0%}), the rest {(whole - kernels) * 1e6:>6,.0f} us")
 
     if args.tables:
         print("\nper-operator breakdown (evaluate_workload(..., breakdown=True): (N, O) arrays of every operator)")
