@@ -166,16 +166,8 @@ def kernel_share(chips: Chips, wl, calls: int = 2000) -> tuple[float, float, int
         for mod, key, fn in saved:
             setattr(mod, key, fn)
 
-    def best(fn):
-        for _ in range(calls // 10):
-            fn()
-        out = np.inf
-        for _ in range(5):
-            c = time.process_time()
-            for _ in range(calls):
-                fn()
-            out = min(out, (time.process_time() - c) / calls)
-        return out
+    def best(fn):  # (CPU seconds a call: the best of 5 runs of ``calls`` calls, after one such run)
+        return timed(lambda: [fn() for _ in range(calls)], 5)[1] / calls
     whole = best(lambda: evaluate_arrays(chips, wl))
     kernels = sum(best(lambda f=f, a=a, k=k: f(*a, **k)) for f, a, k in seen)
     return whole, kernels, len(seen)
